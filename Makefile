@@ -1,0 +1,40 @@
+# swarm: run `make demo` for the main job, `make test` for the tests.
+GO      ?= go
+BIN     ?= bin/swarm
+PKGS    ?= ./...
+TIMEOUT ?= 25m
+
+.PHONY: all build test vet fmt-check demo bench fuzz tidy clean
+
+all: build
+
+build:
+	CGO_ENABLED=0 $(GO) build -o $(BIN) ./cmd/swarm
+
+# The tests: formatting, vet, then every package with the race detector.
+test: fmt-check vet
+	$(GO) test -race -timeout $(TIMEOUT) $(PKGS)
+
+vet:
+	$(GO) vet $(PKGS)
+
+fmt-check:
+	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
+	if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
+
+# The main job: a local swarm generating a story.
+demo: build
+	$(BIN) demo
+
+# Benchmarks, benchstat-friendly: make bench BENCH=. COUNT=6 > new.txt
+BENCH ?= .
+COUNT ?= 1
+bench:
+	$(GO) test -run '^$$' -bench '$(BENCH)' -count $(COUNT) -benchmem $(PKGS)
+
+tidy:
+	$(GO) mod tidy
+	git diff --exit-code go.mod go.sum
+
+clean:
+	rm -rf bin

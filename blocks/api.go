@@ -1,0 +1,72 @@
+package blocks
+
+import (
+	"errors"
+
+	"github.com/swarmllm/swarm/blocks/tokenizer"
+	"github.com/swarmllm/swarm/swarm"
+)
+
+// Sentinel errors callers can test with errors.Is.
+var (
+	// ErrFormat marks a model file that is malformed, truncated or of an
+	// unsupported kind; the wrapping message names the file and tensor.
+	ErrFormat = errors.New("blocks: bad model file")
+	// ErrPosition marks a Forward call at a position the session cannot take
+	// (beyond its cached length or past its max length).
+	ErrPosition = errors.New("blocks: bad position")
+	// ErrClosed marks use of a closed session or engine.
+	ErrClosed = errors.New("blocks: closed")
+)
+
+// Engine computes one span of transformer blocks on the CPU for many
+// independent sessions. It holds only the weights of its span (partial
+// loading). Implementations are safe for concurrent use by different sessions.
+type Engine interface {
+	// Info describes the whole model the span belongs to.
+	Info() swarm.ModelInfo
+	// Span is the blocks whose weights are loaded.
+	Span() swarm.Span
+	// WeightBytes is the bytes of the loaded block weights, s_m * m_j.
+	WeightBytes() int64
+	// NewSession allocates attention caches for the blocks of sub (which must
+	// lie inside Span()) sized for maxLength tokens. Its cache memory is
+	// sub.Len() * Info().CacheBytes(maxLength) bytes.
+	NewSession(sub swarm.Span, maxLength int) (Session, error)
+	// Close releases the weights. Sessions must be closed first.
+	Close() error
+}
+
+// Session is one generation's attention caches over a sub-span of an Engine.
+// A session is used by one goroutine at a time; different sessions run
+// concurrently.
+type Session interface {
+	// Forward runs hidden states [nTokens, DModel] (row-major float32) at
+	// positions pos .. pos+nTokens-1 through the session's blocks, in order,
+	// and returns the output hidden states [nTokens, DModel]. pos may be less
+	// than Len(): the cache is truncated to pos first (replay after failover).
+	// It returns ErrPosition if pos > Len() or pos+nTokens > max length.
+	Forward(pos int, hidden []float32, nTokens int) ([]float32, error)
+	// Len is the number of positions held in the attention caches.
+	Len() int
+	// Span is the blocks this session processes.
+	Span() swarm.Span
+	// CacheBytes is the attention-cache memory reserved by the session, bytes.
+	CacheBytes() int64
+	// Close releases the caches; further calls return ErrClosed.
+	Close() error
+}
+
+// Head is the client side of a model: token embedding, final RMSNorm, LM head
+// and tokenizer. It never loads block weights.
+type Head interface {
+	// Info describes the model.
+	Info() swarm.ModelInfo
+	// Tokenizer encodes prompts and decodes generated tokens.
+	Tokenizer() tokenizer.Tokenizer
+	// Embed looks up tokens and returns hidden states [len(tokens), DModel].
+	Embed(tokens []int) ([]float32, error)
+	// Logits applies the final norm and LM head to one hidden state [DModel]
+	// and returns logits [Vocab].
+	Logits(hidden []float32) ([]float32, error)
+}

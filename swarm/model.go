@@ -1,0 +1,108 @@
+package swarm
+
+import (
+	"errors"
+	"fmt"
+)
+
+// ErrBadModel is returned (wrapped) when a model description is inconsistent.
+var ErrBadModel = errors.New("swarm: bad model")
+
+// RopeScaling describes a RoPE frequency scaling scheme (Llama 3 style
+// "llama3", or "linear"). A nil *RopeScaling in ModelInfo means none.
+type RopeScaling struct {
+	// Type is "linear" or "llama3".
+	Type string `json:"type"`
+	// Factor divides the frequencies (linear) or the low frequencies (llama3).
+	Factor float64 `json:"factor"`
+	// LowFreqFactor and HighFreqFactor bound the llama3 interpolation band.
+	LowFreqFactor  float64 `json:"low_freq_factor,omitempty"`
+	HighFreqFactor float64 `json:"high_freq_factor,omitempty"`
+	// OriginalMaxPositions is the training context length (llama3).
+	OriginalMaxPositions int `json:"original_max_position_embeddings,omitempty"`
+}
+
+// ModelInfo describes a Llama-family decoder-only model: everything placement,
+// admission and the wire protocol need to know about it, whatever file format
+// it was loaded from.
+type ModelInfo struct {
+	// Name identifies the model in the swarm (e.g. "stories260K"); servers and
+	// clients must agree on it.
+	Name string `json:"name"`
+	// Arch is the architecture family, "llama".
+	Arch string `json:"arch"`
+	// NBlocks is the number of transformer blocks L.
+	NBlocks int `json:"n_blocks"`
+	// DModel is the hidden size; hidden states are [nTokens, DModel].
+	DModel int `json:"d_model"`
+	// NHeads is the number of query heads.
+	NHeads int `json:"n_heads"`
+	// NKVHeads is the number of key/value heads (grouped-query attention);
+	// equal to NHeads for plain multi-head attention.
+	NKVHeads int `json:"n_kv_heads"`
+	// HeadDim is the size of one attention head (usually DModel/NHeads).
+	HeadDim int `json:"head_dim"`
+	// FFNDim is the inner size of the SwiGLU feed-forward network.
+	FFNDim int `json:"ffn_dim"`
+	// Vocab is the vocabulary size (rows of the embedding and LM head).
+	Vocab int `json:"vocab"`
+	// MaxSeqLen is the longest context the model was trained for, in tokens.
+	MaxSeqLen int `json:"max_seq_len"`
+	// RopeTheta is the RoPE base frequency (10000 for Llama 2).
+	RopeTheta float64 `json:"rope_theta"`
+	// RopeScaling is nil when the model uses plain RoPE.
+	RopeScaling *RopeScaling `json:"rope_scaling,omitempty"`
+	// NormEps is the RMSNorm epsilon.
+	NormEps float64 `json:"norm_eps"`
+	// TiedEmbeddings is true when the LM head reuses the token embedding.
+	TiedEmbeddings bool `json:"tied_embeddings"`
+	// DType is the storage dtype of the block weights.
+	DType DType `json:"dtype"`
+	// BlockBytes is s_m: the bytes of one block's weights as stored (paper 003, eq. 2).
+	BlockBytes int64 `json:"block_bytes"`
+	// CacheBytesPerToken is the attention-cache bytes one block needs per token
+	// of one session: 2 * NKVHeads * HeadDim * bytes per cache element. The
+	// paper's s_c is CacheBytesPerToken * (lI_max + l_max) (paper 003, eq. 2).
+	CacheBytesPerToken int64 `json:"cache_bytes_per_token"`
+	// BOS and EOS are the begin/end-of-sequence token ids.
+	BOS int `json:"bos"`
+	EOS int `json:"eos"`
+}
+
+// CacheBytes returns the attention-cache bytes one block needs for one
+// session of maxLength tokens: s_c of paper 003 eq. (2) with
+// lI_max + l_max = maxLength.
+func (m ModelInfo) CacheBytes(maxLength int) int64 {
+	return m.CacheBytesPerToken * int64(maxLength)
+}
+
+// Blocks returns the whole model as a span, [0, NBlocks).
+func (m ModelInfo) Blocks() Span { return Span{Start: 0, End: m.NBlocks} }
+
+// Validate checks the shape fields for consistency and returns an error
+// wrapping ErrBadModel naming the first bad field.
+func (m ModelInfo) Validate() error {
+	check := func(ok bool, format string, args ...any) error {
+		if ok {
+			return nil
+		}
+		return fmt.Errorf("%w: %s", ErrBadModel, fmt.Sprintf(format, args...))
+	}
+	for _, err := range []error{
+		check(m.NBlocks > 0, "n_blocks = %d, want > 0", m.NBlocks),
+		check(m.DModel > 0, "d_model = %d, want > 0", m.DModel),
+		check(m.NHeads > 0, "n_heads = %d, want > 0", m.NHeads),
+		check(m.NKVHeads > 0 && m.NHeads%max(m.NKVHeads, 1) == 0,
+			"n_kv_heads = %d, want > 0 and dividing n_heads = %d", m.NKVHeads, m.NHeads),
+		check(m.HeadDim > 0 && m.HeadDim%2 == 0, "head_dim = %d, want a positive even number", m.HeadDim),
+		check(m.FFNDim > 0, "ffn_dim = %d, want > 0", m.FFNDim),
+		check(m.Vocab > 0, "vocab = %d, want > 0", m.Vocab),
+		check(m.NormEps > 0, "norm_eps = %g, want > 0", m.NormEps),
+		check(m.RopeTheta > 0, "rope_theta = %g, want > 0", m.RopeTheta),
+	} {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}

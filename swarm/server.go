@@ -1,0 +1,122 @@
+package swarm
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+)
+
+// ProtocolVersion is the version of the session wire protocol and of the
+// ServerInfo schema that this build speaks.
+const ProtocolVersion = 1
+
+// LifecycleState is a server's state in the registry. The CRDT order is
+// JOIN < SERVING < DOWN < LEFT (OpenTela, paper 000 Sec. 3.3): on merge the
+// higher state wins. StateSuspected is a local view only (a node that has gone
+// silent but may still refute it); it is never written into the CRDT.
+type LifecycleState uint8
+
+// Lifecycle states; the numeric order is the CRDT merge order.
+const (
+	StateUnknown LifecycleState = iota
+	StateJoin
+	StateServing
+	StateDown
+	StateLeft
+	// StateSuspected ranks above LEFT only numerically; it is a local overlay.
+	StateSuspected
+)
+
+var stateNames = map[LifecycleState]string{
+	StateJoin:      "JOIN",
+	StateServing:   "SERVING",
+	StateDown:      "DOWN",
+	StateLeft:      "LEFT",
+	StateSuspected: "SUSPECTED",
+}
+
+// String returns the upper-case name used in JSON and tables.
+func (s LifecycleState) String() string {
+	if n, ok := stateNames[s]; ok {
+		return n
+	}
+	return fmt.Sprintf("STATE(%d)", uint8(s))
+}
+
+// MarshalText implements encoding.TextMarshaler.
+func (s LifecycleState) MarshalText() ([]byte, error) { return []byte(s.String()), nil }
+
+// UnmarshalText implements encoding.TextUnmarshaler.
+func (s *LifecycleState) UnmarshalText(b []byte) error {
+	for k, v := range stateNames {
+		if strings.EqualFold(v, string(b)) {
+			*s = k
+			return nil
+		}
+	}
+	return fmt.Errorf("swarm: unknown lifecycle state %q (want JOIN, SERVING, SUSPECTED, DOWN or LEFT)", b)
+}
+
+// PrefillFit is a linear fit of the prefill time per block as a function of
+// the input length l: tauI(l) = Intercept + Slope*l (paper 003 Sec. 2.2, and
+// its simulator's tauI(lI) = 0.0743*lI + 32.99 ms for an A100).
+type PrefillFit struct {
+	// Intercept is in seconds per block.
+	Intercept float64 `json:"intercept"`
+	// Slope is in seconds per block per input token.
+	Slope float64 `json:"slope"`
+}
+
+// At returns tauI(l) in seconds per block for an input of l tokens.
+func (f PrefillFit) At(l int) float64 { return f.Intercept + f.Slope*float64(l) }
+
+// SessionLoad is one open session as a server advertises it: the inputs of
+// the waiting time t^W of paper 003 eq. (20).
+type SessionLoad struct {
+	// Remaining is the estimated time until the session ends, in seconds.
+	Remaining float64 `json:"remaining"`
+	// Caches is the number of block attention caches it holds on this server
+	// (k_j^r in the paper, the blocks it processes here).
+	Caches int `json:"caches"`
+}
+
+// ServerInfo is what a server advertises about itself (in GET /v1/info and in
+// the registry).
+type ServerInfo struct {
+	// ID is the server's node id (a libp2p peer id once the registry exists;
+	// its URL before).
+	ID string `json:"id"`
+	// Model is ModelInfo.Name of the model served.
+	Model string `json:"model"`
+	// Span is the blocks hosted; [0, L) for a full-range server.
+	Span Span `json:"span"`
+	// FullRange is true for a whole-model replica (e.g. vLLM) that takes text,
+	// not hidden states.
+	FullRange bool `json:"full_range,omitempty"`
+	// Tau is the measured decode time per block per token tau_j, in seconds.
+	Tau float64 `json:"tau"`
+	// TauI is the measured prefill time per block, fit linearly in the input length.
+	TauI PrefillFit `json:"tau_i"`
+	// MemoryBytes is M_j, the bytes available for blocks and attention caches.
+	MemoryBytes int64 `json:"memory_bytes"`
+	// CacheBytesFree is the attention-cache memory not held by open sessions.
+	CacheBytesFree int64 `json:"cache_bytes_free"`
+	// Sessions lists the open sessions' load (paper 003 eq. 20).
+	Sessions []SessionLoad `json:"sessions"`
+	// Provider names who runs the server (for trusted-provider allowlists).
+	Provider string `json:"provider,omitempty"`
+	// Endpoints are the addresses clients reach it at (ws://..., multiaddrs).
+	Endpoints []string `json:"endpoints,omitempty"`
+	// ProtocolVersion is the wire protocol version the server speaks.
+	ProtocolVersion int `json:"protocol_version"`
+}
+
+// String is a short human-readable description, for logs.
+func (s ServerInfo) String() string {
+	b, _ := json.Marshal(struct {
+		ID    string `json:"id"`
+		Model string `json:"model"`
+		Span  string `json:"span"`
+	}{s.ID, s.Model, s.Span.String()})
+	return string(b)
+}
