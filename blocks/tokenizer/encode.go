@@ -1,0 +1,147 @@
+package tokenizer
+
+import (
+	"container/heap"
+	"fmt"
+)
+
+// Encode returns the ids of text, BOS first when addBOS (llama2.c's
+// encode(text, bos, eos=0); see BPE). It returns ErrEncode when a character
+// is neither a piece nor coverable by byte pieces and there is no unknown
+// piece. Time is O(n log n) in the length of text: candidate merges sit in a
+// heap over a linked list of symbols, rather than llama2.c's rescan of all
+// pairs after every merge (O(n^2)); the result is the same.
+func (t *BPE) Encode(text string, addBOS bool) ([]int, error) {
+	out := make([]int, 0, len(text)/3+2)
+	if addBOS {
+		out = append(out, t.bos)
+	}
+	if text == "" {
+		return out, nil
+	}
+	if t.dummyPrefix {
+		text = " " + text
+	}
+	syms, err := t.initialSymbols(text)
+	if err != nil {
+		return nil, err
+	}
+	t.merge(syms)
+	for i := 0; i >= 0 && i < len(syms); i = syms[i].next {
+		out = append(out, syms[i].id)
+	}
+	return out, nil
+}
+
+// symbol is one token of the working sequence: a node of a doubly linked
+// list over the initial symbols, in text order. A merge keeps the left
+// symbol (with the merged id) and unlinks the right one.
+type symbol struct {
+	id         int
+	prev, next int // indexes into the symbol slice; -1 at the ends
+	dead       bool
+}
+
+// initialSymbols splits text like llama2.c: a chunk is one byte plus the
+// UTF-8 continuation bytes that follow it, at most 4 bytes in all (so a
+// valid character is one chunk). A chunk that is a piece becomes that piece;
+// otherwise each of its bytes becomes its byte piece, or the unknown piece.
+func (t *BPE) initialSymbols(text string) ([]symbol, error) {
+	syms := make([]symbol, 0, len(text))
+	add := func(id int) {
+		n := len(syms)
+		syms = append(syms, symbol{id: id, prev: n - 1, next: n + 1})
+	}
+	for i := 0; i < len(text); {
+		j := i + 1
+		for j < len(text) && j-i < 4 && text[j]&0xC0 == 0x80 {
+			j++
+		}
+		if id, ok := t.ids[text[i:j]]; ok {
+			add(id)
+			i = j
+			continue
+		}
+		for ; i < j; i++ {
+			switch id := t.byteIDs[text[i]]; {
+			case id >= 0:
+				add(id)
+			case t.unk >= 0:
+				add(t.unk)
+			default:
+				return nil, fmt.Errorf("%w: byte 0x%02X at offset %d: no piece, no byte piece <0x%02X> and no unknown piece", ErrEncode, text[i], i, text[i])
+			}
+		}
+	}
+	if len(syms) > 0 {
+		syms[len(syms)-1].next = -1
+	}
+	return syms, nil
+}
+
+// candidate is a possible merge of the adjacent symbols left and right into
+// piece id. It is stale when either symbol changed since it was pushed.
+type candidate struct {
+	score           float32
+	left, right     int // symbol indexes
+	leftID, rightID int // their ids when pushed
+	id              int
+}
+
+// candidates is a max-heap by score, ties broken by the leftmost pair
+// (llama2.c scans left to right and keeps the first best score).
+type candidates []candidate
+
+func (h candidates) Len() int { return len(h) }
+func (h candidates) Less(i, j int) bool {
+	if h[i].score != h[j].score {
+		return h[i].score > h[j].score
+	}
+	return h[i].left < h[j].left
+}
+func (h candidates) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
+func (h *candidates) Push(x any)   { *h = append(*h, x.(candidate)) }
+func (h *candidates) Pop() any {
+	old := *h
+	x := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return x
+}
+
+// merge applies best-score pair merges to syms until none applies. Symbol
+// pieces only grow (a merge concatenates two non-empty pieces), so a
+// candidate whose symbols still carry the ids it saw is still exact.
+func (t *BPE) merge(syms []symbol) {
+	var buf []byte
+	h := make(candidates, 0, len(syms))
+	try := func(left, right int) {
+		if left < 0 || right < 0 {
+			return
+		}
+		a, b := syms[left].id, syms[right].id
+		buf = append(append(buf[:0], t.pieces[a]...), t.pieces[b]...)
+		id, ok := t.ids[string(buf)]
+		if !ok || t.scores[id] <= minMergeScore {
+			return
+		}
+		heap.Push(&h, candidate{score: t.scores[id], left: left, right: right, leftID: a, rightID: b, id: id})
+	}
+	for i := 0; i+1 < len(syms); i++ {
+		try(i, i+1)
+	}
+	for h.Len() > 0 {
+		c := heap.Pop(&h).(candidate)
+		l, r := &syms[c.left], &syms[c.right]
+		if l.dead || r.dead || l.next != c.right || l.id != c.leftID || r.id != c.rightID {
+			continue // stale: one side merged since
+		}
+		l.id = c.id
+		r.dead = true
+		l.next = r.next
+		if r.next >= 0 {
+			syms[r.next].prev = c.left
+		}
+		try(l.prev, c.left)
+		try(c.left, l.next)
+	}
+}
