@@ -1,0 +1,293 @@
+package placement_test
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/cockroachdb/datadriven"
+	"github.com/stretchr/testify/require"
+
+	"github.com/swarmllm/swarm/placement"
+	"github.com/swarmllm/swarm/routing"
+	"github.com/swarmllm/swarm/swarm"
+)
+
+// TestScenarios runs the scripts in testdata/ (etcd-raft interaction style):
+// each command is followed by its exact expected output. Regenerate with
+// `go test ./placement -run TestScenarios -rewrite` and review the diff by
+// hand against the paper before committing.
+//
+// Commands:
+//
+//	model blocks=L block-bytes=S_M cache-bytes=S_C
+//	clients NAME...
+//	add-server name=N memory=BYTES tau=SECONDS rtt=(SECONDS,...) [max-blocks=K]
+//	           [forward-rps=X] [network-rps=X]
+//	fail name=N                    remove a server from the fleet
+//	petals cache-bytes=B reserved=BYTES
+//	order NAME...                  arrival order for the PETALS baselines
+//	plan algorithm=A sessions=R    run a placement algorithm, print spans
+//	route                          WS-RR route per client on the last plan
+//	routed [demand=(N,...)]        optimal routing (16) on the last plan
+//	optimal sessions=R [demand=(N,...)]
+//	bounds sessions=R [demand=(N,...)]
+//	incremental sessions=R joiner=N fixed=(NAME=START:END,...)
+//	choose-r mean=X std=Y
+func TestScenarios(t *testing.T) {
+	datadriven.Walk(t, "testdata", func(t *testing.T, path string) {
+		h := &harness{}
+		datadriven.RunTest(t, path, h.run)
+	})
+}
+
+type harness struct {
+	in   placement.Input
+	plan placement.Plan
+}
+
+func (h *harness) run(t *testing.T, d *datadriven.TestData) string {
+	switch d.Cmd {
+	case "model":
+		d.ScanArgs(t, "blocks", &h.in.Model.Blocks)
+		h.in.Model.BlockBytes = int64(intArg(t, d, "block-bytes"))
+		h.in.Model.CacheBytes = int64(intArg(t, d, "cache-bytes"))
+		return ""
+	case "clients":
+		h.in.Clients = nil
+		for _, a := range d.CmdArgs {
+			h.in.Clients = append(h.in.Clients, a.Key)
+		}
+		return ""
+	case "add-server":
+		var s placement.Server
+		d.ScanArgs(t, "name", &s.Name)
+		s.MemoryBytes = int64(intArg(t, d, "memory"))
+		s.Tau = floatArg(t, d, "tau")
+		s.RTT = floatsArg(t, d, "rtt")
+		if d.HasArg("max-blocks") {
+			d.ScanArgs(t, "max-blocks", &s.MaxBlocks)
+		}
+		if d.HasArg("forward-rps") {
+			s.ForwardRPS = floatArg(t, d, "forward-rps")
+		}
+		if d.HasArg("network-rps") {
+			s.NetworkRPS = floatArg(t, d, "network-rps")
+		}
+		h.in.Servers = append(h.in.Servers, s)
+		return ""
+	case "fail":
+		var name string
+		d.ScanArgs(t, "name", &name)
+		j := h.index(t, name)
+		h.in.Servers = append(h.in.Servers[:j], h.in.Servers[j+1:]...)
+		h.in.Order = nil
+		return ""
+	case "petals":
+		h.in.Petals.CacheBytesPerBlock = int64(intArg(t, d, "cache-bytes"))
+		h.in.Petals.ReservedBytes = int64(intArg(t, d, "reserved"))
+		return ""
+	case "order":
+		h.in.Order = nil
+		for _, a := range d.CmdArgs {
+			h.in.Order = append(h.in.Order, h.index(t, a.Key))
+		}
+		return ""
+	case "plan":
+		var name string
+		d.ScanArgs(t, "algorithm", &name)
+		d.ScanArgs(t, "sessions", &h.in.Sessions)
+		h.in.Demand = nil
+		f, err := placement.Lookup(name)
+		if err != nil {
+			return "error: " + err.Error() + "\n"
+		}
+		plan, err := f(h.in)
+		h.plan = plan
+		return h.printPlan(plan, err)
+	case "route":
+		return h.route(t)
+	case "routed":
+		h.demand(t, d)
+		v, err := placement.RoutedPerToken(h.in, h.plan.Spans)
+		if err != nil {
+			return "error: " + err.Error() + "\n"
+		}
+		return fmt.Sprintf("optimal routing (16): average per-token %s s\n", g(v))
+	case "optimal":
+		d.ScanArgs(t, "sessions", &h.in.Sessions)
+		h.demand(t, d)
+		plan, v, err := placement.OptimalPerToken(h.in)
+		if err != nil {
+			return "error: " + err.Error() + "\n"
+		}
+		h.plan = plan
+		return h.printPlan(plan, nil) + fmt.Sprintf("optimum of (6): average per-token %s s\n", g(v))
+	case "bounds":
+		d.ScanArgs(t, "sessions", &h.in.Sessions)
+		h.demand(t, d)
+		return h.bounds()
+	case "incremental":
+		d.ScanArgs(t, "sessions", &h.in.Sessions)
+		var joiner string
+		d.ScanArgs(t, "joiner", &joiner)
+		fixed := make([]swarm.Span, len(h.in.Servers))
+		for _, v := range argVals(t, d, "fixed") {
+			name, spec, ok := strings.Cut(v, "=")
+			require.True(t, ok, "fixed entry %q: want NAME=START:END", v)
+			sp, err := swarm.ParseSpan(spec)
+			require.NoError(t, err)
+			fixed[h.index(t, name)] = sp
+		}
+		sp, err := placement.Incremental(h.in, fixed, h.index(t, joiner))
+		if err != nil {
+			return "error: " + err.Error() + "\n"
+		}
+		return fmt.Sprintf("%s joins with %s (m=%d)\n", joiner, sp, sp.Len())
+	case "choose-r":
+		mean, std := floatArg(t, d, "mean"), floatArg(t, d, "std")
+		r, err := placement.ChooseR(h.in, mean, std)
+		if err != nil {
+			return "error: " + err.Error() + "\n"
+		}
+		return fmt.Sprintf("R = %d (19: %d, largest feasible by 18: %d)\n", r,
+			placement.MaxSessions(h.in), placement.LargestFeasibleSessions(h.in))
+	}
+	d.Fatalf(t, "unknown command %q", d.Cmd)
+	return ""
+}
+
+func (h *harness) index(t *testing.T, name string) int {
+	for j, s := range h.in.Servers {
+		if s.Name == name {
+			return j
+		}
+	}
+	t.Fatalf("no server %q", name)
+	return -1
+}
+
+func (h *harness) demand(t *testing.T, d *datadriven.TestData) {
+	h.in.Demand = nil
+	if d.HasArg("demand") {
+		for _, v := range argVals(t, d, "demand") {
+			n, err := strconv.Atoi(v)
+			require.NoError(t, err)
+			h.in.Demand = append(h.in.Demand, n)
+		}
+	}
+}
+
+func (h *harness) printPlan(p placement.Plan, err error) string {
+	var b strings.Builder
+	if p.Spans != nil {
+		for j, s := range h.in.Servers {
+			sp := p.Spans[j]
+			if sp.Empty() {
+				fmt.Fprintf(&b, "%-4s -\n", s.Name)
+				continue
+			}
+			fmt.Fprintf(&b, "%-4s %-6s m=%d f=%d slots=%d t~=%s\n", s.Name, sp, sp.Len(), p.Capacity[j], p.CacheSlots[j], g(p.Amortized[j]))
+		}
+		var names []string
+		for _, j := range p.Order {
+			names = append(names, h.in.Servers[j].Name)
+		}
+		fmt.Fprintf(&b, "order: %s\n", strings.Join(names, " "))
+	}
+	if err != nil {
+		var ie *placement.InfeasibleError
+		fmt.Fprintf(&b, "error: %v (infeasible: %v)\n", err, errors.As(err, &ie))
+	}
+	return b.String()
+}
+
+// route runs WS-RR (no open sessions) for every client on the last plan.
+func (h *harness) route(t *testing.T) string {
+	var b strings.Builder
+	for c, name := range h.in.Clients {
+		var servers []routing.Server
+		var index []int
+		for j, s := range h.in.Servers {
+			if h.plan.Spans[j].Empty() {
+				continue
+			}
+			servers = append(servers, routing.Server{
+				Name: s.Name, Span: h.plan.Spans[j], Tau: s.Tau, RTT: s.RTT[c], CacheSlots: h.plan.CacheSlots[j],
+			})
+			index = append(index, j)
+		}
+		r, err := routing.WSRR(servers, routing.Request{Blocks: h.in.Model.Blocks, MaxLength: 1})
+		if err != nil {
+			fmt.Fprintf(&b, "%s: error: %v\n", name, err)
+			continue
+		}
+		var hops []string
+		for _, hp := range r.Hops {
+			hops = append(hops, fmt.Sprintf("%s[%s]", hp.Name, hp.Span))
+		}
+		fmt.Fprintf(&b, "%s: %s per-token=%s\n", name, strings.Join(hops, " -> "), g(r.PerToken))
+	}
+	require.NotEmpty(t, h.in.Clients)
+	return b.String()
+}
+
+func (h *harness) bounds() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "(18): sum m_j = %d, L = %d, feasible = %v\n", placement.TotalBlocks(h.in), h.in.Model.Blocks, placement.Feasible(h.in))
+	fmt.Fprintf(&b, "(19): R <= %d; largest R satisfying (18): %d\n", placement.MaxSessions(h.in), placement.LargestFeasibleSessions(h.in))
+	if ub, err := placement.UpperBound(h.in); err != nil {
+		fmt.Fprintf(&b, "(17): error: %v\n", err)
+	} else {
+		fmt.Fprintf(&b, "(17): upper bound %s s\n", g(ub))
+	}
+	for c, name := range h.in.Clients {
+		if lb, err := placement.ClientLowerBound(h.in, c); err != nil {
+			fmt.Fprintf(&b, "(B.8) %s: error: %v\n", name, err)
+		} else {
+			fmt.Fprintf(&b, "(B.8) %s: lower bound %s s\n", name, g(lb))
+		}
+	}
+	if lb, err := placement.LowerBound(h.in); err == nil {
+		fmt.Fprintf(&b, "(B.8) mean over sessions: %s s\n", g(lb))
+	}
+	return b.String()
+}
+
+func g(v float64) string { return strconv.FormatFloat(v, 'g', 6, 64) }
+
+func argVals(t *testing.T, d *datadriven.TestData, key string) []string {
+	for _, a := range d.CmdArgs {
+		if a.Key == key {
+			return a.Vals
+		}
+	}
+	t.Fatalf("%s: missing argument %s", d.Pos, key)
+	return nil
+}
+
+func intArg(t *testing.T, d *datadriven.TestData, key string) int {
+	v := argVals(t, d, key)
+	require.Len(t, v, 1, "%s: %s takes one value", d.Pos, key)
+	n, err := strconv.ParseInt(v[0], 10, 64)
+	require.NoError(t, err, "%s: %s", d.Pos, key)
+	return int(n)
+}
+
+func floatsArg(t *testing.T, d *datadriven.TestData, key string) []float64 {
+	var out []float64
+	for _, v := range argVals(t, d, key) {
+		f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+		require.NoError(t, err, "%s: %s", d.Pos, key)
+		out = append(out, f)
+	}
+	return out
+}
+
+func floatArg(t *testing.T, d *datadriven.TestData, key string) float64 {
+	v := floatsArg(t, d, key)
+	require.Len(t, v, 1, "%s: %s takes one value", d.Pos, key)
+	return v[0]
+}
