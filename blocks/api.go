@@ -17,6 +17,10 @@ var (
 	ErrPosition = errors.New("blocks: bad position")
 	// ErrClosed marks use of a closed session or engine.
 	ErrClosed = errors.New("blocks: closed")
+	// ErrArgument marks a call with an argument outside its documented range
+	// (a span outside the engine's, a hidden-state slice of the wrong length,
+	// an unknown token id, a bad sampler setting).
+	ErrArgument = errors.New("blocks: bad argument")
 )
 
 // Engine computes one span of transformer blocks on the CPU for many

@@ -1,0 +1,85 @@
+package blocks
+
+import (
+	"fmt"
+	"sync"
+
+	"github.com/swarmllm/swarm/swarm"
+)
+
+// cpuEngine is the CPU Engine for one span: the weights of its blocks and the
+// RoPE frequencies. Weights are read-only after construction, so sessions
+// run concurrently without locks on the hot path; mu only keeps Close from
+// releasing weights under a running Forward.
+type cpuEngine struct {
+	info        swarm.ModelInfo
+	span        swarm.Span
+	rope        *rope
+	weightBytes int64
+
+	mu     sync.RWMutex // guards layers and closed
+	layers []*layer     // layers[b-span.Start] is block b
+	closed bool
+}
+
+var _ Engine = (*cpuEngine)(nil)
+
+// newEngine builds an engine over already-loaded layers of span.
+func newEngine(info swarm.ModelInfo, span swarm.Span, layers []*layer, ropeFactors []float32) (*cpuEngine, error) {
+	if len(layers) != span.Len() {
+		return nil, fmt.Errorf("%w: %d layers for span %s", ErrArgument, len(layers), span)
+	}
+	r, err := newRope(info, ropeFactors)
+	if err != nil {
+		return nil, err
+	}
+	e := &cpuEngine{info: info, span: span, rope: r, layers: layers}
+	for _, l := range layers {
+		e.weightBytes += l.bytes()
+	}
+	return e, nil
+}
+
+// Info describes the whole model the span belongs to.
+func (e *cpuEngine) Info() swarm.ModelInfo { return e.info }
+
+// Span is the blocks whose weights are loaded.
+func (e *cpuEngine) Span() swarm.Span { return e.span }
+
+// WeightBytes is the bytes of the loaded block weights as stored, s_m * m_j.
+func (e *cpuEngine) WeightBytes() int64 { return e.weightBytes }
+
+// NewSession allocates attention caches for the blocks of sub (inside
+// Span()) sized for maxLength tokens (1 <= maxLength <= Info().MaxSeqLen when
+// MaxSeqLen is known). The caches are allocated up front:
+// sub.Len() * Info().CacheBytes(maxLength) bytes. It returns an error
+// wrapping ErrArgument for a bad sub-span or length, ErrClosed after Close.
+func (e *cpuEngine) NewSession(sub swarm.Span, maxLength int) (Session, error) {
+	if sub.Empty() || !e.span.ContainsSpan(sub) {
+		return nil, fmt.Errorf("%w: session span %s must be a non-empty part of the engine's span %s", ErrArgument, sub, e.span)
+	}
+	if maxLength < 1 || (e.info.MaxSeqLen > 0 && maxLength > e.info.MaxSeqLen) {
+		return nil, fmt.Errorf("%w: max length %d, want 1..%d (the model's max_seq_len)", ErrArgument, maxLength, e.info.MaxSeqLen)
+	}
+	e.mu.RLock()
+	defer e.mu.RUnlock()
+	if e.closed {
+		return nil, fmt.Errorf("%w: engine for span %s", ErrClosed, e.span)
+	}
+	kvDim := e.info.NKVHeads * e.info.HeadDim
+	s := &cpuSession{e: e, span: sub, maxLength: maxLength, caches: make([]kvCache, sub.Len())}
+	for i := range s.caches {
+		s.caches[i] = kvCache{k: make([]float32, maxLength*kvDim), v: make([]float32, maxLength*kvDim)}
+	}
+	return s, nil
+}
+
+// Close releases the weights. Sessions still open fail with ErrClosed from
+// then on; Close waits for running Forward calls to finish.
+func (e *cpuEngine) Close() error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.closed = true
+	e.layers = nil
+	return nil
+}

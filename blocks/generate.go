@@ -1,0 +1,71 @@
+package blocks
+
+import (
+	"context"
+	"fmt"
+)
+
+// Forwarder runs hidden states [nTokens, DModel] at positions
+// pos..pos+nTokens-1 through ALL blocks of a model, in order, and returns the
+// output hidden states [nTokens, DModel]. A Session over [0, NBlocks) is one
+// (local generation); a client's chain of servers is another.
+type Forwarder interface {
+	Forward(pos int, hidden []float32, nTokens int) ([]float32, error)
+}
+
+// Generate runs autoregressive generation with llama2.c's run.c semantics:
+// prompt (token ids, BOS first as tokenizer Encode(text, true) returns them;
+// at least one id) is prefilled in one Forward call, then up to maxTokens
+// tokens are sampled one at a time, each fed back at the next position.
+// Generation stops early when BOS or EOS is sampled (that token is neither
+// emitted nor returned) or when ctx is done. emit is called with each
+// generated token and the token before it (for tokenizer Decode) as soon as
+// it is sampled; an error from emit stops generation and is returned.
+//
+// fw must accept len(prompt)+maxTokens-1 positions. Generate returns the
+// generated ids; on error, those generated so far.
+func Generate(ctx context.Context, head Head, fw Forwarder, prompt []int, maxTokens int, sampler *Sampler, emit func(prev, token int) error) ([]int, error) {
+	if len(prompt) == 0 {
+		return nil, fmt.Errorf("%w: empty prompt (want at least the BOS id)", ErrArgument)
+	}
+	if maxTokens < 0 {
+		return nil, fmt.Errorf("%w: max tokens %d, want >= 0", ErrArgument, maxTokens)
+	}
+	info := head.Info()
+	d := info.DModel
+	history := append([]int(nil), prompt...)
+	var generated []int
+	input, pos := prompt, 0
+	for len(generated) < maxTokens {
+		if err := ctx.Err(); err != nil {
+			return generated, err
+		}
+		x, err := head.Embed(input)
+		if err != nil {
+			return generated, err
+		}
+		y, err := fw.Forward(pos, x, len(input))
+		if err != nil {
+			return generated, fmt.Errorf("blocks: generate at position %d: %w", pos, err)
+		}
+		logits, err := head.Logits(y[(len(input)-1)*d:])
+		if err != nil {
+			return generated, err
+		}
+		next, err := sampler.Sample(logits, history)
+		if err != nil {
+			return generated, err
+		}
+		if next == info.BOS || next == info.EOS {
+			break
+		}
+		if err := emit(history[len(history)-1], next); err != nil {
+			return generated, err
+		}
+		generated = append(generated, next)
+		history = append(history, next)
+		pos += len(input)
+		input = []int{next}
+	}
+	return generated, nil
+}

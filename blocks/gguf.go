@@ -1,0 +1,229 @@
+package blocks
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	gguf "github.com/gpustack/gguf-parser-go"
+
+	"github.com/swarmllm/swarm/swarm"
+)
+
+// GGUF v3 (https://github.com/ggml-org/ggml/blob/master/docs/gguf.md): the
+// header, metadata and tensor infos are parsed by gguf-parser-go; tensor data
+// is read here by offset. Tensor dims are listed innermost first, so a
+// matrix [rows, cols] is stored with dims [cols, rows]. llama.cpp's
+// converters permute Hugging Face q/k rows into adjacent-pair RoPE order, the
+// engine's own layout, so GGUF weights are used as they are.
+
+// ggufMagic is the first four bytes of a GGUF file.
+var ggufMagic = []byte("GGUF")
+
+// isGGUF reports whether the file at path starts with the GGUF magic.
+func isGGUF(path string) bool {
+	f, err := os.Open(path)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	b := make([]byte, 4)
+	if _, err := io.ReadFull(f, b); err != nil {
+		return false
+	}
+	return bytes.Equal(b, ggufMagic)
+}
+
+// parseGGUF runs gguf-parser-go, turning the panics it raises on some
+// malformed files into errors.
+func parseGGUF(path string) (gf *gguf.GGUFFile, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			gf, err = nil, fmt.Errorf("malformed header: %v", r)
+		}
+	}()
+	return gguf.ParseGGUFFile(path)
+}
+
+// ggufMeta reads typed metadata values, remembering the first error.
+type ggufMeta struct {
+	kvs  gguf.GGUFMetadataKVs
+	path string
+	err  error
+}
+
+func (g *ggufMeta) number(key string, def float64, required bool) float64 {
+	kv, ok := g.kvs.Get(key)
+	if !ok {
+		if required && g.err == nil {
+			g.err = fmt.Errorf("%w: %s: metadata key %s is missing", ErrFormat, g.path, key)
+		}
+		return def
+	}
+	if !kv.ValueType.IsNumeric() {
+		if g.err == nil {
+			g.err = fmt.Errorf("%w: %s: metadata key %s holds a %v, want a number", ErrFormat, g.path, key, kv.ValueType)
+		}
+		return def
+	}
+	if kv.ValueType == gguf.GGUFMetadataValueTypeFloat32 {
+		// Report 1e-05, not 9.999999747378752e-06: the shortest decimal
+		// that rounds to the stored float32.
+		v, _ := strconv.ParseFloat(strconv.FormatFloat(gguf.ValueNumeric[float64](kv), 'g', -1, 32), 64)
+		return v
+	}
+	return gguf.ValueNumeric[float64](kv)
+}
+
+func (g *ggufMeta) integer(key string, def int, required bool) int {
+	v := g.number(key, float64(def), required)
+	if v < 0 || v > 1<<40 || v != float64(int64(v)) {
+		if g.err == nil {
+			g.err = fmt.Errorf("%w: %s: metadata key %s = %g, want a non-negative integer", ErrFormat, g.path, key, v)
+		}
+		return def
+	}
+	return int(v)
+}
+
+func (g *ggufMeta) str(key string) string {
+	kv, ok := g.kvs.Get(key)
+	if !ok || kv.ValueType != gguf.GGUFMetadataValueTypeString {
+		return ""
+	}
+	return kv.ValueString()
+}
+
+// ggmlDTypes maps the GGML tensor types the engine computes with.
+var ggmlDTypes = map[gguf.GGMLType]swarm.DType{
+	gguf.GGMLTypeF32:  swarm.DTypeF32,
+	gguf.GGMLTypeF16:  swarm.DTypeF16,
+	gguf.GGMLTypeBF16: swarm.DTypeBF16,
+	gguf.GGMLTypeQ8_0: swarm.DTypeQ8_0,
+}
+
+// openGGUF parses a GGUF file's metadata and tensor infos.
+func openGGUF(m *Model, cfg *config, path string) error {
+	m.format = "gguf"
+	gf, err := parseGGUF(path)
+	if err != nil {
+		return fmt.Errorf("%w: %s: %w", ErrFormat, path, err)
+	}
+	if len(gf.SplitPaddings) > 1 {
+		return fmt.Errorf("%w: %s: split GGUF files are not supported (merge them with llama-gguf-split --merge)", ErrFormat, path)
+	}
+	f, err := m.open(cfg, path)
+	if err != nil {
+		return err
+	}
+	g := &ggufMeta{kvs: gf.Header.MetadataKV, path: path}
+	arch := g.str("general.architecture")
+	if arch != "llama" {
+		return fmt.Errorf("%w: %s: general.architecture %q, want \"llama\"", ErrFormat, path, arch)
+	}
+	p := arch + "."
+	info := swarm.ModelInfo{
+		NBlocks:   g.integer(p+"block_count", 0, true),
+		DModel:    g.integer(p+"embedding_length", 0, true),
+		NHeads:    g.integer(p+"attention.head_count", 0, true),
+		FFNDim:    g.integer(p+"feed_forward_length", 0, true),
+		MaxSeqLen: g.integer(p+"context_length", 0, false),
+		RopeTheta: g.number(p+"rope.freq_base", 10000, false),
+		NormEps:   g.number(p+"attention.layer_norm_rms_epsilon", 1e-5, false),
+		BOS:       g.integer("tokenizer.ggml.bos_token_id", 1, false),
+		EOS:       g.integer("tokenizer.ggml.eos_token_id", 2, false),
+	}
+	info.NKVHeads = g.integer(p+"attention.head_count_kv", info.NHeads, false)
+	if info.NHeads > 0 {
+		info.HeadDim = g.integer(p+"attention.key_length", info.DModel/info.NHeads, false)
+	}
+	if rd := g.integer(p+"rope.dimension_count", info.HeadDim, false); rd != info.HeadDim && g.err == nil {
+		return fmt.Errorf("%w: %s: rope.dimension_count %d, want head_dim %d (partial rotary is not supported)", ErrFormat, path, rd, info.HeadDim)
+	}
+	switch st := g.str(p + "rope.scaling.type"); st {
+	case "", "none":
+	case "linear":
+		info.RopeScaling = &swarm.RopeScaling{Type: "linear", Factor: g.number(p+"rope.scaling.factor", 0, true)}
+	default:
+		return fmt.Errorf("%w: %s: rope.scaling.type %q is not supported (want none or linear)", ErrFormat, path, st)
+	}
+	if g.err != nil {
+		return g.err
+	}
+	info.Name = g.str("general.name")
+	if info.Name == "" || info.Name == arch {
+		info.Name = strings.TrimSuffix(filepath.Base(path), filepath.Ext(path))
+	}
+
+	ref := func(name string, required bool) (*tensorRef, error) {
+		ti, ok := gf.TensorInfos.Get(name)
+		if !ok {
+			if required {
+				return nil, fmt.Errorf("%w: %s: tensor %s is missing", ErrFormat, path, name)
+			}
+			return nil, nil
+		}
+		dt, ok := ggmlDTypes[ti.Type]
+		if !ok {
+			return nil, fmt.Errorf("%w: %s: tensor %s has type %v, want F32, F16, BF16 or Q8_0", ErrFormat, path, name, ti.Type)
+		}
+		t := &tensorRef{name: name, file: f, offset: gf.TensorDataStartOffset + int64(ti.Offset), dtype: dt}
+		switch {
+		case len(ti.Dimensions) == 1 && ti.Dimensions[0] <= 1<<40:
+			t.rows, t.cols = 1, int(ti.Dimensions[0])
+		case len(ti.Dimensions) == 2 && ti.Dimensions[0] <= 1<<40 && ti.Dimensions[1] <= 1<<40:
+			t.rows, t.cols = int(ti.Dimensions[1]), int(ti.Dimensions[0])
+		default:
+			return nil, fmt.Errorf("%w: %s: tensor %s has dims %v, want 1 or 2 dims", ErrFormat, path, name, ti.Dimensions)
+		}
+		if ti.Offset > 1<<62 {
+			return nil, fmt.Errorf("%w: %s: tensor %s has offset %d past any file", ErrFormat, path, name, ti.Offset)
+		}
+		return t, nil
+	}
+	embed, err := ref("token_embd.weight", true)
+	if err != nil {
+		return err
+	}
+	info.Vocab = embed.rows
+	m.embed = *embed
+	norm, err := ref("output_norm.weight", true)
+	if err != nil {
+		return err
+	}
+	m.outputNorm = *norm
+	if m.output, err = ref("output.weight", false); err != nil {
+		return err
+	}
+	info.TiedEmbeddings = m.output == nil
+	if m.ropeFreqs, err = ref("rope_freqs.weight", false); err != nil {
+		return err
+	}
+	if info.NBlocks > 1<<16 {
+		return fmt.Errorf("%w: %s: block_count %d is implausible", ErrFormat, path, info.NBlocks)
+	}
+	names := [nBlockTensors]string{
+		tAttnNorm: "attn_norm", tWQ: "attn_q", tWK: "attn_k", tWV: "attn_v", tWO: "attn_output",
+		tFFNNorm: "ffn_norm", tW1: "ffn_gate", tW2: "ffn_down", tW3: "ffn_up",
+	}
+	m.layers = make([][nBlockTensors]tensorRef, info.NBlocks)
+	for b := range info.NBlocks {
+		for i, n := range names {
+			t, err := ref(fmt.Sprintf("blk.%d.%s.weight", b, n), true)
+			if err != nil {
+				return err
+			}
+			m.layers[b][i] = *t
+		}
+	}
+	m.info = info
+	if _, ok := gf.Header.MetadataKV.Get("tokenizer.ggml.tokens"); ok {
+		m.tokenizerPath = path
+		m.loadTok = loadGGUFTokenizer
+	}
+	return nil
+}

@@ -1,0 +1,103 @@
+package blocks
+
+import "encoding/binary"
+
+// The dot-product kernels of the hot path. Each takes one weight row in its
+// storage dtype and activations x (float32, len(x) >= the row's element
+// count) and returns their dot product in float32. dotF32 and dotF16 have
+// AVX2/FMA/F16C assembly versions on amd64 (kernels_amd64.go); the functions
+// named *Go below are the portable versions and the reference the assembly is
+// tested against. All variables are set once at package init.
+var (
+	dotF32  = dotF32Go
+	dotF16  = dotF16Go
+	dotBF16 = dotBF16Go
+	dotQ8_0 = dotQ8_0Go
+)
+
+// dotF32Go is the portable float32 dot product of a and b[:len(a)], with four
+// independent accumulators so that the adds pipeline.
+func dotF32Go(a, b []float32) float32 {
+	n := len(a)
+	b = b[:n]
+	var s0, s1, s2, s3 float32
+	i := 0
+	for ; i+4 <= n; i += 4 {
+		aa := a[i : i+4 : i+4]
+		bb := b[i : i+4 : i+4]
+		s0 += aa[0] * bb[0]
+		s1 += aa[1] * bb[1]
+		s2 += aa[2] * bb[2]
+		s3 += aa[3] * bb[3]
+	}
+	for ; i < n; i++ {
+		s0 += a[i] * b[i]
+	}
+	return (s0 + s1) + (s2 + s3)
+}
+
+// dotF16Go is the dot product of binary16 weights w with x[:len(w)], widening
+// through a 65536-entry table.
+func dotF16Go(w []uint16, x []float32) float32 {
+	n := len(w)
+	x = x[:n]
+	t := f16Table()
+	var s0, s1, s2, s3 float32
+	i := 0
+	for ; i+4 <= n; i += 4 {
+		ww := w[i : i+4 : i+4]
+		xx := x[i : i+4 : i+4]
+		s0 += t[ww[0]] * xx[0]
+		s1 += t[ww[1]] * xx[1]
+		s2 += t[ww[2]] * xx[2]
+		s3 += t[ww[3]] * xx[3]
+	}
+	for ; i < n; i++ {
+		s0 += t[w[i]] * x[i]
+	}
+	return (s0 + s1) + (s2 + s3)
+}
+
+// dotBF16Go is the dot product of bfloat16 weights w with x[:len(w)].
+func dotBF16Go(w []uint16, x []float32) float32 {
+	n := len(w)
+	x = x[:n]
+	var s0, s1, s2, s3 float32
+	i := 0
+	for ; i+4 <= n; i += 4 {
+		ww := w[i : i+4 : i+4]
+		xx := x[i : i+4 : i+4]
+		s0 += bf16ToF32(ww[0]) * xx[0]
+		s1 += bf16ToF32(ww[1]) * xx[1]
+		s2 += bf16ToF32(ww[2]) * xx[2]
+		s3 += bf16ToF32(ww[3]) * xx[3]
+	}
+	for ; i < n; i++ {
+		s0 += bf16ToF32(w[i]) * x[i]
+	}
+	return (s0 + s1) + (s2 + s3)
+}
+
+// dotQ8_0Go is the dot product of one Q8_0 row (len(w)/34 blocks of an f16
+// scale d and 32 int8 values q) with x: sum over blocks of d * sum(q_j x_j).
+func dotQ8_0Go(w []byte, x []float32) float32 {
+	t := f16Table()
+	var sum float32
+	nb := len(w) / q8BlockBytes
+	x = x[:nb*q8BlockSize]
+	for b := range nb {
+		blk := w[b*q8BlockBytes : (b+1)*q8BlockBytes : (b+1)*q8BlockBytes]
+		d := t[binary.LittleEndian.Uint16(blk)]
+		q := blk[2:34:34]
+		xx := x[b*q8BlockSize : (b+1)*q8BlockSize : (b+1)*q8BlockSize]
+		var s0, s1, s2, s3 float32
+		for j := 0; j < q8BlockSize; j += 4 {
+			s0 += float32(int8(q[j])) * xx[j]
+			s1 += float32(int8(q[j+1])) * xx[j+1]
+			s2 += float32(int8(q[j+2])) * xx[j+2]
+			s3 += float32(int8(q[j+3])) * xx[j+3]
+		}
+		sum += d * ((s0 + s1) + (s2 + s3))
+	}
+	return sum
+}

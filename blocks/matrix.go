@@ -1,0 +1,178 @@
+package blocks
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+	"sync"
+
+	"github.com/x448/float16"
+
+	"github.com/swarmllm/swarm/swarm"
+)
+
+// q8BlockSize and q8BlockBytes describe GGML's Q8_0 layout: 32 int8 values
+// with one little-endian f16 scale first, 34 bytes per block
+// (https://github.com/ggml-org/ggml/blob/master/docs/gguf.md, ggml-common.h
+// block_q8_0).
+const (
+	q8BlockSize  = 32
+	q8BlockBytes = 34
+)
+
+// matrix is a weight matrix [rows, cols] in row-major order (row r holds the
+// weights of output feature r), kept in the dtype it was stored in so that a
+// decode step reads as few bytes as possible. Exactly one of the data slices
+// is set, according to dtype.
+type matrix struct {
+	rows, cols int
+	dtype      swarm.DType
+	f32        []float32 // DTypeF32: rows*cols values
+	u16        []uint16  // DTypeF16 and DTypeBF16: rows*cols raw 16-bit values
+	q8         []byte    // DTypeQ8_0: rows * cols/32 blocks of 34 bytes
+}
+
+// newMatrix allocates a zero matrix [rows, cols] of dtype d. For Q8_0 cols
+// must be a multiple of 32.
+func newMatrix(rows, cols int, d swarm.DType) (*matrix, error) {
+	m := &matrix{rows: rows, cols: cols, dtype: d}
+	n := rows * cols
+	switch d {
+	case swarm.DTypeF32:
+		m.f32 = make([]float32, n)
+	case swarm.DTypeF16, swarm.DTypeBF16:
+		m.u16 = make([]uint16, n)
+	case swarm.DTypeQ8_0:
+		if cols%q8BlockSize != 0 {
+			return nil, fmt.Errorf("%w: q8_0 matrix with %d columns, want a multiple of %d", ErrFormat, cols, q8BlockSize)
+		}
+		m.q8 = make([]byte, rows*(cols/q8BlockSize)*q8BlockBytes)
+	default:
+		return nil, fmt.Errorf("%w: unsupported dtype %v", ErrFormat, d)
+	}
+	return m, nil
+}
+
+// bytes is the storage size of the matrix in bytes.
+func (m *matrix) bytes() int64 {
+	return m.dtype.Bytes(int64(m.rows) * int64(m.cols))
+}
+
+// rowBytes is the storage size of one row in bytes.
+func (m *matrix) rowBytes() int {
+	return int(m.dtype.Bytes(int64(m.cols)))
+}
+
+// setRaw decodes little-endian storage bytes for rows [r0, r0+len/rowBytes)
+// into the matrix. len(raw) must be a multiple of rowBytes().
+func (m *matrix) setRaw(r0 int, raw []byte) {
+	switch m.dtype {
+	case swarm.DTypeF32:
+		dst := m.f32[r0*m.cols:]
+		for i := range len(raw) / 4 {
+			dst[i] = math.Float32frombits(binary.LittleEndian.Uint32(raw[4*i:]))
+		}
+	case swarm.DTypeF16, swarm.DTypeBF16:
+		dst := m.u16[r0*m.cols:]
+		for i := range len(raw) / 2 {
+			dst[i] = binary.LittleEndian.Uint16(raw[2*i:])
+		}
+	case swarm.DTypeQ8_0:
+		copy(m.q8[r0*m.rowBytes():], raw)
+	}
+}
+
+// permuteRows reorders the rows so that new row i is old row perm[i].
+func (m *matrix) permuteRows(perm []int) {
+	rb := m.rowBytes()
+	switch m.dtype {
+	case swarm.DTypeF32:
+		m.f32 = permuteSlice(m.f32, perm, m.cols)
+	case swarm.DTypeF16, swarm.DTypeBF16:
+		m.u16 = permuteSlice(m.u16, perm, m.cols)
+	case swarm.DTypeQ8_0:
+		m.q8 = permuteSlice(m.q8, perm, rb)
+	}
+}
+
+func permuteSlice[T any](src []T, perm []int, stride int) []T {
+	dst := make([]T, len(src))
+	for i, p := range perm {
+		copy(dst[i*stride:(i+1)*stride], src[p*stride:(p+1)*stride])
+	}
+	return dst
+}
+
+// dotRow returns the dot product of row r with x[:cols].
+func (m *matrix) dotRow(r int, x []float32) float32 {
+	c := m.cols
+	switch m.dtype {
+	case swarm.DTypeF32:
+		return dotF32(m.f32[r*c:(r+1)*c], x[:c])
+	case swarm.DTypeF16:
+		return dotF16(m.u16[r*c:(r+1)*c], x[:c])
+	case swarm.DTypeBF16:
+		return dotBF16(m.u16[r*c:(r+1)*c], x[:c])
+	case swarm.DTypeQ8_0:
+		rb := m.rowBytes()
+		return dotQ8_0(m.q8[r*rb:(r+1)*rb], x[:c])
+	}
+	panic("blocks: matrix of invalid dtype") // unreachable: newMatrix rejects other dtypes
+}
+
+// rowF32 writes row r, converted to float32, into dst[:cols].
+func (m *matrix) rowF32(r int, dst []float32) {
+	c := m.cols
+	dst = dst[:c]
+	switch m.dtype {
+	case swarm.DTypeF32:
+		copy(dst, m.f32[r*c:(r+1)*c])
+	case swarm.DTypeF16:
+		t := f16Table()
+		for i, w := range m.u16[r*c : (r+1)*c] {
+			dst[i] = t[w]
+		}
+	case swarm.DTypeBF16:
+		for i, w := range m.u16[r*c : (r+1)*c] {
+			dst[i] = bf16ToF32(w)
+		}
+	case swarm.DTypeQ8_0:
+		rb := m.rowBytes()
+		row := m.q8[r*rb : (r+1)*rb]
+		t := f16Table()
+		for b := range c / q8BlockSize {
+			blk := row[b*q8BlockBytes : (b+1)*q8BlockBytes]
+			d := t[binary.LittleEndian.Uint16(blk)]
+			for j := range q8BlockSize {
+				dst[b*q8BlockSize+j] = d * float32(int8(blk[2+j]))
+			}
+		}
+	}
+}
+
+// f16Table maps every IEEE binary16 bit pattern to its float32 value; it is
+// built on first use (256 KiB).
+var f16Table = sync.OnceValue(func() *[65536]float32 {
+	var t [65536]float32
+	for i := range t {
+		t[i] = float16.Frombits(uint16(i)).Float32()
+	}
+	return &t
+})
+
+// bf16ToF32 widens a bfloat16 bit pattern (the top 16 bits of a binary32).
+func bf16ToF32(w uint16) float32 { return math.Float32frombits(uint32(w) << 16) }
+
+// f32ToF16 rounds a float32 to the nearest binary16 bit pattern.
+func f32ToF16(f float32) uint16 { return float16.Fromfloat32(f).Bits() }
+
+// f32ToBF16 rounds a float32 to the nearest bfloat16 (round to nearest even;
+// NaN stays NaN).
+func f32ToBF16(f float32) uint16 {
+	b := math.Float32bits(f)
+	if f != f {
+		return uint16(b>>16) | 0x40
+	}
+	b += 0x7fff + (b>>16)&1
+	return uint16(b >> 16)
+}

@@ -1,0 +1,402 @@
+package blocks
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sync"
+
+	"github.com/swarmllm/swarm/blocks/tokenizer"
+	"github.com/swarmllm/swarm/swarm"
+)
+
+// File is what Open reads model files through; *os.File satisfies it. A
+// caller can substitute its own (WithOpenFile), for instance to count the
+// bytes a load reads.
+type File interface {
+	io.ReaderAt
+	io.Closer
+	Stat() (fs.FileInfo, error)
+}
+
+// Option configures Open.
+type Option func(*config) error
+
+type config struct {
+	tokenizerPath string
+	name          string
+	openFile      func(path string) (File, error)
+}
+
+// WithTokenizer names the tokenizer file to use instead of the one the model
+// format implies (llama2.c checkpoints carry none: run.c's default is
+// tokenizer.bin beside the model). Any file tokenizer.Load accepts works.
+func WithTokenizer(path string) Option {
+	return func(c *config) error {
+		if path == "" {
+			return fmt.Errorf("%w: empty tokenizer path", ErrArgument)
+		}
+		c.tokenizerPath = path
+		return nil
+	}
+}
+
+// WithName sets ModelInfo.Name instead of the name derived from the file.
+func WithName(name string) Option {
+	return func(c *config) error {
+		if name == "" {
+			return fmt.Errorf("%w: empty model name", ErrArgument)
+		}
+		c.name = name
+		return nil
+	}
+}
+
+// WithOpenFile replaces os.Open for the files whose tensors are read (the
+// GGUF header itself is parsed by gguf-parser-go from the path).
+func WithOpenFile(open func(path string) (File, error)) Option {
+	return func(c *config) error {
+		if open == nil {
+			return fmt.Errorf("%w: nil open function", ErrArgument)
+		}
+		c.openFile = open
+		return nil
+	}
+}
+
+// Block tensor indices, in the order of tensorNames.
+const (
+	tAttnNorm = iota
+	tWQ
+	tWK
+	tWV
+	tWO
+	tFFNNorm
+	tW1
+	tW2
+	tW3
+	nBlockTensors
+)
+
+// tensorRef locates one tensor in a model file without reading it.
+type tensorRef struct {
+	name   string // as the file names it, for error messages
+	file   *modelFile
+	offset int64 // absolute byte offset of the first element
+	dtype  swarm.DType
+	rows   int // 1 for a vector
+	cols   int
+	// permuteHeads > 0 marks a Hugging Face q_proj/k_proj weight with that
+	// many heads, to be permuted into adjacent-pair RoPE order on load.
+	permuteHeads int
+}
+
+func (t tensorRef) bytes() int64 { return t.dtype.Bytes(int64(t.rows) * int64(t.cols)) }
+
+// modelFile is one open file of a model.
+type modelFile struct {
+	path string
+	f    File
+	size int64
+}
+
+// Model is an opened model file (or Hugging Face directory): its metadata
+// and the location of every tensor, none of them read yet. LoadSpan and
+// LoadHead read only the tensors they need. A Model is safe for concurrent
+// use; engines and heads it returns stay valid after Close.
+type Model struct {
+	path   string
+	format string // "gguf", "llama2c" or "hf"
+	info   swarm.ModelInfo
+
+	embed      tensorRef  // [Vocab, DModel]
+	outputNorm tensorRef  // [DModel]
+	output     *tensorRef // [Vocab, DModel]; nil when tied to embed
+	layers     [][nBlockTensors]tensorRef
+	ropeFreqs  *tensorRef // GGUF rope_freqs [HeadDim/2], or nil
+
+	tokenizerPath string                                                    // "" when none is known
+	loadTok       func(path string, vocab int) (tokenizer.Tokenizer, error) // loads tokenizerPath
+
+	mu     sync.Mutex // guards files and closed
+	files  []*modelFile
+	closed bool
+}
+
+// Open opens a model and reads its metadata, detecting the format from the
+// path: a directory is a Hugging Face model (config.json + safetensors), a
+// file starting with "GGUF" is GGUF v3, a .bin file is a llama2.c checkpoint.
+// It checks every tensor's shape and that its bytes lie inside the file, so
+// truncated files fail here. Errors wrap ErrFormat and name the file, the
+// tensor and what was expected.
+func Open(path string, opts ...Option) (*Model, error) {
+	cfg := config{openFile: func(p string) (File, error) { return os.Open(p) }}
+	for _, o := range opts {
+		if err := o(&cfg); err != nil {
+			return nil, err
+		}
+	}
+	st, err := os.Stat(path)
+	if err != nil {
+		return nil, fmt.Errorf("blocks: open model: %w", err)
+	}
+	m := &Model{path: path}
+	switch {
+	case st.IsDir():
+		err = openHF(m, &cfg, path)
+	case isGGUF(path):
+		err = openGGUF(m, &cfg, path)
+	case filepath.Ext(path) == ".bin":
+		err = openLlama2C(m, &cfg, path)
+	case filepath.Base(path) == "config.json" || filepath.Ext(path) == ".safetensors":
+		err = openHF(m, &cfg, filepath.Dir(path))
+	default:
+		err = fmt.Errorf("%w: %s: unknown model format (want a GGUF file, a llama2.c .bin checkpoint or a Hugging Face directory)", ErrFormat, path)
+	}
+	if err == nil {
+		err = m.finish(&cfg)
+	}
+	if err != nil {
+		m.Close()
+		return nil, err
+	}
+	return m, nil
+}
+
+// finish applies options and checks the tensor directory against the info.
+func (m *Model) finish(cfg *config) error {
+	if cfg.name != "" {
+		m.info.Name = cfg.name
+	}
+	if cfg.tokenizerPath != "" {
+		m.tokenizerPath = cfg.tokenizerPath
+		m.loadTok = loadTokenizerFile
+	}
+	info := &m.info
+	info.Arch = "llama"
+	if err := info.Validate(); err != nil {
+		return fmt.Errorf("%w: %s: %w", ErrFormat, m.path, err)
+	}
+	if err := validRopeScaling(info.RopeScaling); err != nil {
+		return fmt.Errorf("%s: %w", m.path, err)
+	}
+	if len(m.layers) != info.NBlocks {
+		return fmt.Errorf("%w: %s: %d blocks of tensors, want n_blocks = %d", ErrFormat, m.path, len(m.layers), info.NBlocks)
+	}
+	d, q, kv, f := info.DModel, info.NHeads*info.HeadDim, info.NKVHeads*info.HeadDim, info.FFNDim
+	want := [nBlockTensors][2]int{
+		tAttnNorm: {1, d}, tWQ: {q, d}, tWK: {kv, d}, tWV: {kv, d}, tWO: {d, q},
+		tFFNNorm: {1, d}, tW1: {f, d}, tW2: {d, f}, tW3: {f, d},
+	}
+	check := func(t tensorRef, rows, cols int) error {
+		if t.rows != rows || t.cols != cols {
+			return fmt.Errorf("%w: %s: tensor %s has shape [%d %d], want [%d %d] (rows, columns)",
+				ErrFormat, t.file.path, t.name, t.rows, t.cols, rows, cols)
+		}
+		if t.dtype == swarm.DTypeQ8_0 && t.cols%q8BlockSize != 0 {
+			return fmt.Errorf("%w: %s: tensor %s is q8_0 with %d columns, want a multiple of 32", ErrFormat, t.file.path, t.name, t.cols)
+		}
+		if end := t.offset + t.bytes(); t.offset < 0 || end > t.file.size {
+			return fmt.Errorf("%w: %s: tensor %s needs bytes %d..%d but the file has %d bytes (truncated?)",
+				ErrFormat, t.file.path, t.name, t.offset, end, t.file.size)
+		}
+		return nil
+	}
+	var blockBytes int64
+	for b, ts := range m.layers {
+		var n int64
+		for i, t := range ts {
+			if err := check(t, want[i][0], want[i][1]); err != nil {
+				return err
+			}
+			n += t.bytes()
+		}
+		if b == 0 {
+			info.DType = ts[tWQ].dtype
+		}
+		blockBytes = max(blockBytes, n)
+	}
+	info.BlockBytes = blockBytes
+	info.CacheBytesPerToken = 2 * int64(info.NKVHeads*info.HeadDim) * 4 // float32 K and V
+	for _, c := range []struct {
+		t          *tensorRef
+		rows, cols int
+	}{{&m.embed, info.Vocab, d}, {&m.outputNorm, 1, d}, {m.output, info.Vocab, d}, {m.ropeFreqs, 1, info.HeadDim / 2}} {
+		if c.t == nil {
+			continue
+		}
+		if err := check(*c.t, c.rows, c.cols); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// open opens one file of the model and remembers it for Close.
+func (m *Model) open(cfg *config, path string) (*modelFile, error) {
+	f, err := cfg.openFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("blocks: open model file: %w", err)
+	}
+	st, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("blocks: stat model file: %w", err)
+	}
+	mf := &modelFile{path: path, f: f, size: st.Size()}
+	m.mu.Lock()
+	m.files = append(m.files, mf)
+	m.mu.Unlock()
+	return mf, nil
+}
+
+// Info describes the model: shapes, dtype, s_m (BlockBytes) and cache bytes
+// per token.
+func (m *Model) Info() swarm.ModelInfo { return m.info }
+
+// Format is "gguf", "llama2c" or "hf".
+func (m *Model) Format() string { return m.format }
+
+// TokenizerPath is the tokenizer file LoadHead will load, "" if none.
+func (m *Model) TokenizerPath() string { return m.tokenizerPath }
+
+// Close closes the model's files. Engines and heads already loaded keep
+// working; LoadSpan and LoadHead return ErrClosed.
+func (m *Model) Close() error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var errs []error
+	for _, f := range m.files {
+		errs = append(errs, f.f.Close())
+	}
+	m.files = nil
+	m.closed = true
+	return errors.Join(errs...)
+}
+
+// LoadSpan reads the weights of the blocks in span (and nothing else) and
+// returns a CPU engine for them. It returns an error wrapping swarm.ErrBadSpan
+// for a span outside [0, NBlocks), ErrFormat for unreadable tensors and
+// ErrClosed after Close.
+func (m *Model) LoadSpan(span swarm.Span) (Engine, error) {
+	if err := span.Validate(m.info.NBlocks); err != nil {
+		return nil, fmt.Errorf("blocks: load span of %s: %w", m.path, err)
+	}
+	layers := make([]*layer, 0, span.Len())
+	for b := span.Start; b < span.End; b++ {
+		l, err := m.loadLayer(b)
+		if err != nil {
+			return nil, err
+		}
+		layers = append(layers, l)
+	}
+	var factors []float32
+	if m.ropeFreqs != nil {
+		v, err := m.readVector(*m.ropeFreqs)
+		if err != nil {
+			return nil, err
+		}
+		factors = v
+	}
+	return newEngine(m.info, span, layers, factors)
+}
+
+func (m *Model) loadLayer(b int) (*layer, error) {
+	ts := &m.layers[b]
+	l := &layer{}
+	var err error
+	if l.attnNorm, err = m.readVector(ts[tAttnNorm]); err != nil {
+		return nil, err
+	}
+	if l.ffnNorm, err = m.readVector(ts[tFFNNorm]); err != nil {
+		return nil, err
+	}
+	for _, x := range []struct {
+		i   int
+		dst **matrix
+	}{{tWQ, &l.wq}, {tWK, &l.wk}, {tWV, &l.wv}, {tWO, &l.wo}, {tW1, &l.w1}, {tW2, &l.w2}, {tW3, &l.w3}} {
+		if *x.dst, err = m.readMatrix(ts[x.i]); err != nil {
+			return nil, err
+		}
+	}
+	return l, nil
+}
+
+// readChunk is the most bytes read from a file at once when loading.
+const readChunk = 1 << 20
+
+// readMatrix reads one tensor into memory in its stored dtype.
+func (m *Model) readMatrix(t tensorRef) (*matrix, error) {
+	m.mu.Lock()
+	closed := m.closed
+	m.mu.Unlock()
+	if closed {
+		return nil, fmt.Errorf("%w: model %s", ErrClosed, m.path)
+	}
+	mat, err := newMatrix(t.rows, t.cols, t.dtype)
+	if err != nil {
+		return nil, fmt.Errorf("%s: tensor %s: %w", t.file.path, t.name, err)
+	}
+	rb := mat.rowBytes()
+	rowsPerChunk := max(1, readChunk/rb)
+	buf := make([]byte, min(rowsPerChunk, t.rows)*rb)
+	for r := 0; r < t.rows; r += rowsPerChunk {
+		n := min(rowsPerChunk, t.rows-r)
+		chunk := buf[:n*rb]
+		if _, err := t.file.f.ReadAt(chunk, t.offset+int64(r)*int64(rb)); err != nil {
+			return nil, fmt.Errorf("%w: %s: tensor %s: reading %d bytes at offset %d: %w",
+				ErrFormat, t.file.path, t.name, len(chunk), t.offset+int64(r)*int64(rb), err)
+		}
+		mat.setRaw(r, chunk)
+	}
+	if t.permuteHeads > 0 {
+		mat.permuteRows(hfPermutation(t.permuteHeads, t.rows/t.permuteHeads))
+	}
+	return mat, nil
+}
+
+// readVector reads a tensor and widens it to float32 (norm weights).
+func (m *Model) readVector(t tensorRef) ([]float32, error) {
+	mat, err := m.readMatrix(tensorRef{name: t.name, file: t.file, offset: t.offset, dtype: t.dtype, rows: 1, cols: t.rows * t.cols})
+	if err != nil {
+		return nil, err
+	}
+	v := make([]float32, mat.cols)
+	mat.rowF32(0, v)
+	return v, nil
+}
+
+// LoadHead reads the client side of the model: token embeddings, final norm,
+// LM head (unless tied to the embeddings) and the tokenizer, if one is known
+// (Tokenizer() is nil otherwise). It never reads block weights.
+func (m *Model) LoadHead() (Head, error) {
+	h := &cpuHead{info: m.info}
+	var err error
+	if h.embed, err = m.readMatrix(m.embed); err != nil {
+		return nil, err
+	}
+	if h.norm, err = m.readVector(m.outputNorm); err != nil {
+		return nil, err
+	}
+	h.output = h.embed
+	if m.output != nil {
+		if h.output, err = m.readMatrix(*m.output); err != nil {
+			return nil, err
+		}
+	}
+	if m.tokenizerPath != "" {
+		tok, err := m.loadTok(m.tokenizerPath, m.info.Vocab)
+		if err != nil {
+			return nil, fmt.Errorf("blocks: tokenizer of %s: %w", m.path, err)
+		}
+		if tok.VocabSize() > m.info.Vocab {
+			return nil, fmt.Errorf("%w: tokenizer %s has %d tokens but the model's vocab is only %d",
+				ErrFormat, m.tokenizerPath, tok.VocabSize(), m.info.Vocab)
+		}
+		h.tok = tok
+	}
+	return h, nil
+}

@@ -1,0 +1,254 @@
+package synth
+
+import (
+	"bufio"
+	"encoding/binary"
+	"fmt"
+	"math"
+	"os"
+
+	"github.com/x448/float16"
+
+	"github.com/swarmllm/swarm/swarm"
+)
+
+// A GGUF v3 writer following https://github.com/ggml-org/ggml/blob/master/docs/gguf.md:
+// magic "GGUF", uint32 version 3, uint64 tensor count, uint64 metadata count,
+// the metadata key/values, the tensor infos (name, n_dims, dims innermost
+// first, ggml type, data offset), padding to the alignment, then the tensor
+// data, each tensor aligned. Everything little-endian.
+
+// GGUF metadata value types.
+const (
+	ggufU32    = 4
+	ggufI32    = 5
+	ggufF32    = 6
+	ggufString = 8
+	ggufArray  = 9
+)
+
+// GGML tensor types.
+const (
+	ggmlF32  = 0
+	ggmlF16  = 1
+	ggmlQ8_0 = 8
+	ggmlBF16 = 30
+)
+
+const ggufAlignment = 32
+
+type ggufKV struct {
+	key string
+	val any // uint32, int32, float32, string, []string, []float32, []int32
+}
+
+type ggufTensor struct {
+	name   string
+	t      tensor
+	dtype  swarm.DType
+	offset int64
+}
+
+// le is a little-endian writer that remembers the first error.
+type le struct {
+	w   *bufio.Writer
+	n   int64
+	err error
+}
+
+func (w *le) bytes(b []byte) {
+	if w.err != nil {
+		return
+	}
+	n, err := w.w.Write(b)
+	w.n += int64(n)
+	w.err = err
+}
+
+func (w *le) u32(v uint32) { w.bytes(binary.LittleEndian.AppendUint32(nil, v)) }
+func (w *le) u64(v uint64) { w.bytes(binary.LittleEndian.AppendUint64(nil, v)) }
+func (w *le) str(s string) { w.u64(uint64(len(s))); w.bytes([]byte(s)) }
+
+func (w *le) pad(align int64) {
+	if r := w.n % align; r != 0 {
+		w.bytes(make([]byte, align-r))
+	}
+}
+
+func (w *le) value(v any) {
+	switch v := v.(type) {
+	case uint32:
+		w.u32(ggufU32)
+		w.u32(v)
+	case int32:
+		w.u32(ggufI32)
+		w.u32(uint32(v))
+	case float32:
+		w.u32(ggufF32)
+		w.u32(math.Float32bits(v))
+	case string:
+		w.u32(ggufString)
+		w.str(v)
+	case []string:
+		w.u32(ggufArray)
+		w.u32(ggufString)
+		w.u64(uint64(len(v)))
+		for _, s := range v {
+			w.str(s)
+		}
+	case []float32:
+		w.u32(ggufArray)
+		w.u32(ggufF32)
+		w.u64(uint64(len(v)))
+		for _, x := range v {
+			w.u32(math.Float32bits(x))
+		}
+	case []int32:
+		w.u32(ggufArray)
+		w.u32(ggufI32)
+		w.u64(uint64(len(v)))
+		for _, x := range v {
+			w.u32(uint32(x))
+		}
+	default:
+		w.err = fmt.Errorf("synth: gguf value of type %T", v)
+	}
+}
+
+// WriteGGUF writes the model as a GGUF v3 file with its tokenizer embedded
+// (tokenizer.ggml.model "llama"). Matrices are stored in c.DType; norm
+// vectors in F32, as llama.cpp's converter does; q/k rows are permuted into
+// adjacent-pair RoPE order as convert_hf_to_gguf.py does.
+func WriteGGUF(path string, c Config) error {
+	if err := c.Validate(); err != nil {
+		return err
+	}
+	c = c.withDefaults()
+	pieces, scores, types, err := Vocab(c.Vocab)
+	if err != nil {
+		return err
+	}
+	fileType := map[swarm.DType]uint32{swarm.DTypeF32: 0, swarm.DTypeF16: 1, swarm.DTypeQ8_0: 7, swarm.DTypeBF16: 32}[c.DType]
+	kvs := []ggufKV{
+		{"general.architecture", "llama"},
+		{"general.name", c.Name},
+		{"general.alignment", uint32(ggufAlignment)},
+		{"general.file_type", fileType},
+		{"llama.context_length", uint32(c.MaxSeqLen)},
+		{"llama.embedding_length", uint32(c.Dim)},
+		{"llama.feed_forward_length", uint32(c.FFN)},
+		{"llama.block_count", uint32(c.Layers)},
+		{"llama.attention.head_count", uint32(c.Heads)},
+		{"llama.attention.head_count_kv", uint32(c.KVHeads)},
+		{"llama.rope.dimension_count", uint32(c.Dim / c.Heads)},
+		{"llama.rope.freq_base", float32(c.RopeTheta)},
+		{"llama.attention.layer_norm_rms_epsilon", float32(c.NormEps)},
+		{"tokenizer.ggml.model", "llama"},
+		{"tokenizer.ggml.tokens", pieces},
+		{"tokenizer.ggml.scores", scores},
+		{"tokenizer.ggml.token_type", types},
+		{"tokenizer.ggml.bos_token_id", uint32(bosID)},
+		{"tokenizer.ggml.eos_token_id", uint32(eosID)},
+		{"tokenizer.ggml.unknown_token_id", uint32(unkID)},
+	}
+	var ts []ggufTensor
+	addT := func(name string, t tensor) {
+		dt := c.DType
+		if t.norm {
+			dt = swarm.DTypeF32
+		}
+		ts = append(ts, ggufTensor{name: name, t: t, dtype: dt})
+	}
+	addT("token_embd.weight", c.globalTensor(kEmbed))
+	addT("output_norm.weight", c.globalTensor(kNorm))
+	if !c.Tied {
+		addT("output.weight", c.globalTensor(kOutput))
+	}
+	names := [nBlockKinds]string{
+		kAttnNorm: "attn_norm", kWQ: "attn_q", kWK: "attn_k", kWV: "attn_v", kWO: "attn_output",
+		kFFNNorm: "ffn_norm", kW1: "ffn_gate", kW2: "ffn_down", kW3: "ffn_up",
+	}
+	for b := range c.Layers {
+		for k := range nBlockKinds {
+			addT(fmt.Sprintf("blk.%d.%s.weight", b, names[k]), c.blockTensor(b, k))
+		}
+	}
+	var off int64
+	for i := range ts {
+		ts[i].offset = off
+		off += ts[i].dtype.Bytes(int64(ts[i].t.rows) * int64(ts[i].t.cols))
+		off = (off + ggufAlignment - 1) / ggufAlignment * ggufAlignment
+	}
+
+	f, err := os.Create(path)
+	if err != nil {
+		return fmt.Errorf("synth: %w", err)
+	}
+	w := &le{w: bufio.NewWriterSize(f, 1<<20)}
+	w.bytes([]byte("GGUF"))
+	w.u32(3)
+	w.u64(uint64(len(ts)))
+	w.u64(uint64(len(kvs)))
+	for _, kv := range kvs {
+		w.str(kv.key)
+		w.value(kv.val)
+	}
+	for _, t := range ts {
+		w.str(t.name)
+		if t.t.rows == 1 {
+			w.u32(1)
+			w.u64(uint64(t.t.cols))
+		} else {
+			w.u32(2)
+			w.u64(uint64(t.t.cols))
+			w.u64(uint64(t.t.rows))
+		}
+		w.u32(map[swarm.DType]uint32{swarm.DTypeF32: ggmlF32, swarm.DTypeF16: ggmlF16, swarm.DTypeQ8_0: ggmlQ8_0, swarm.DTypeBF16: ggmlBF16}[t.dtype])
+		w.u64(uint64(t.offset))
+	}
+	w.pad(ggufAlignment)
+	for _, t := range ts {
+		w.bytes(encode(c.adjacentValues(t.t), t.dtype))
+		w.pad(ggufAlignment)
+	}
+	return finish(f, w)
+}
+
+// encode stores float32 values in a dtype, little-endian.
+func encode(v []float32, dt swarm.DType) []byte {
+	switch dt {
+	case swarm.DTypeF16:
+		out := make([]byte, 2*len(v))
+		for i, x := range v {
+			binary.LittleEndian.PutUint16(out[2*i:], float16.Fromfloat32(x).Bits())
+		}
+		return out
+	case swarm.DTypeBF16:
+		out := make([]byte, 2*len(v))
+		for i, x := range v {
+			binary.LittleEndian.PutUint16(out[2*i:], bf16Bits(x))
+		}
+		return out
+	case swarm.DTypeQ8_0:
+		return quantizeQ8_0(v)
+	}
+	out := make([]byte, 4*len(v))
+	for i, x := range v {
+		binary.LittleEndian.PutUint32(out[4*i:], math.Float32bits(x))
+	}
+	return out
+}
+
+// finish flushes and closes a written file, returning the first error.
+func finish(f *os.File, w *le) error {
+	if w.err == nil {
+		w.err = w.w.Flush()
+	}
+	if err := f.Close(); w.err == nil {
+		w.err = err
+	}
+	if w.err != nil {
+		return fmt.Errorf("synth: writing %s: %w", f.Name(), w.err)
+	}
+	return nil
+}

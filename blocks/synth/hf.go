@@ -1,0 +1,195 @@
+package synth
+
+import (
+	"bufio"
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/swarmllm/swarm/blocks/tokenizer"
+	"github.com/swarmllm/swarm/swarm"
+)
+
+// hfTensor is one tensor of a safetensors file being written.
+type hfTensor struct {
+	name string
+	t    tensor
+}
+
+// hfNames are the Hugging Face names of a block's tensors.
+var hfNames = [nBlockKinds]string{
+	kAttnNorm: "input_layernorm", kWQ: "self_attn.q_proj", kWK: "self_attn.k_proj", kWV: "self_attn.v_proj",
+	kWO: "self_attn.o_proj", kFFNNorm: "post_attention_layernorm", kW1: "mlp.gate_proj", kW2: "mlp.down_proj",
+	kW3: "mlp.up_proj",
+}
+
+var hfDTypes = map[swarm.DType]struct{ st, torch string }{
+	swarm.DTypeF32:  {"F32", "float32"},
+	swarm.DTypeF16:  {"F16", "float16"},
+	swarm.DTypeBF16: {"BF16", "bfloat16"},
+}
+
+// WriteHF writes the model as a Hugging Face directory: config.json,
+// model.safetensors and a SentencePiece tokenizer.model. The directory is
+// created if needed. DType must be f32, f16 or bf16.
+func WriteHF(dir string, c Config) error { return WriteHFShards(dir, c, 1) }
+
+// WriteHFShards is WriteHF with the weights split over n safetensors files
+// model-0000i-of-0000n.safetensors listed in model.safetensors.index.json
+// (for n > 1): blocks are spread evenly, the embedding goes in the first
+// shard, the final norm and LM head in the last.
+func WriteHFShards(dir string, c Config, n int) error {
+	if err := c.Validate(); err != nil {
+		return err
+	}
+	c = c.withDefaults()
+	dts, ok := hfDTypes[c.DType]
+	if !ok {
+		return fmt.Errorf("%w: dtype %v cannot be stored in safetensors here (want f32, f16 or bf16)", ErrConfig, c.DType)
+	}
+	if n < 1 || n > c.Layers {
+		return fmt.Errorf("%w: %d shards for %d layers, want 1..layers", ErrConfig, n, c.Layers)
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("synth: %w", err)
+	}
+	shards := make([][]hfTensor, n)
+	shards[0] = append(shards[0], hfTensor{"model.embed_tokens.weight", c.globalTensor(kEmbed)})
+	for b := range c.Layers {
+		s := b * n / c.Layers
+		for k := range nBlockKinds {
+			shards[s] = append(shards[s], hfTensor{fmt.Sprintf("model.layers.%d.%s.weight", b, hfNames[k]), c.blockTensor(b, k)})
+		}
+	}
+	shards[n-1] = append(shards[n-1], hfTensor{"model.norm.weight", c.globalTensor(kNorm)})
+	if !c.Tied {
+		shards[n-1] = append(shards[n-1], hfTensor{"lm_head.weight", c.globalTensor(kOutput)})
+	}
+	weightMap := map[string]string{}
+	var total int64
+	for i, ts := range shards {
+		name := "model.safetensors"
+		if n > 1 {
+			name = fmt.Sprintf("model-%05d-of-%05d.safetensors", i+1, n)
+		}
+		size, err := writeSafetensors(filepath.Join(dir, name), c, dts.st, ts)
+		if err != nil {
+			return err
+		}
+		total += size
+		for _, t := range ts {
+			weightMap[t.name] = name
+		}
+	}
+	if n > 1 {
+		idx := map[string]any{"metadata": map[string]any{"total_size": total}, "weight_map": weightMap}
+		if err := writeJSON(filepath.Join(dir, "model.safetensors.index.json"), idx); err != nil {
+			return err
+		}
+	}
+	cfg := map[string]any{
+		"_name_or_path":           c.Name,
+		"architectures":           []string{"LlamaForCausalLM"},
+		"model_type":              "llama",
+		"hidden_act":              "silu",
+		"hidden_size":             c.Dim,
+		"intermediate_size":       c.FFN,
+		"num_hidden_layers":       c.Layers,
+		"num_attention_heads":     c.Heads,
+		"num_key_value_heads":     c.KVHeads,
+		"head_dim":                c.Dim / c.Heads,
+		"vocab_size":              c.Vocab,
+		"max_position_embeddings": c.MaxSeqLen,
+		"rms_norm_eps":            c.NormEps,
+		"rope_theta":              c.RopeTheta,
+		"rope_scaling":            nil,
+		"tie_word_embeddings":     c.Tied,
+		"attention_bias":          false,
+		"mlp_bias":                false,
+		"bos_token_id":            bosID,
+		"eos_token_id":            eosID,
+		"torch_dtype":             dts.torch,
+	}
+	if err := writeJSON(filepath.Join(dir, "config.json"), cfg); err != nil {
+		return err
+	}
+	return WriteSentencePiece(filepath.Join(dir, "tokenizer.model"), c)
+}
+
+// WriteSentencePiece writes the vocabulary of c as a SentencePiece
+// tokenizer.model (BPE with byte fallback).
+func WriteSentencePiece(path string, c Config) error {
+	pieces, scores, types, err := Vocab(c.Vocab)
+	if err != nil {
+		return err
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return fmt.Errorf("synth: %w", err)
+	}
+	w := bufio.NewWriter(f)
+	err = tokenizer.WriteSentencePieceModel(w, pieces, scores, types)
+	if err == nil {
+		err = w.Flush()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("synth: writing %s: %w", path, err)
+	}
+	return nil
+}
+
+// writeSafetensors writes one safetensors file (an 8-byte little-endian
+// header length, the JSON header padded with spaces to 8 bytes, the data) and
+// returns the bytes of tensor data.
+func writeSafetensors(path string, c Config, dtype string, ts []hfTensor) (int64, error) {
+	type entry struct {
+		DType       string  `json:"dtype"`
+		Shape       []int   `json:"shape"`
+		DataOffsets []int64 `json:"data_offsets"`
+	}
+	hdr := map[string]any{"__metadata__": map[string]string{"format": "pt"}}
+	var off int64
+	for _, t := range ts {
+		shape := []int{t.t.rows, t.t.cols}
+		if t.t.norm {
+			shape = []int{t.t.cols}
+		}
+		size := c.DType.Bytes(int64(t.t.rows) * int64(t.t.cols))
+		hdr[t.name] = entry{DType: dtype, Shape: shape, DataOffsets: []int64{off, off + size}}
+		off += size
+	}
+	js, err := json.Marshal(hdr)
+	if err != nil {
+		return 0, fmt.Errorf("synth: %w", err)
+	}
+	for len(js)%8 != 0 {
+		js = append(js, ' ')
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return 0, fmt.Errorf("synth: %w", err)
+	}
+	w := &le{w: bufio.NewWriterSize(f, 1<<20)}
+	w.bytes(binary.LittleEndian.AppendUint64(nil, uint64(len(js))))
+	w.bytes(js)
+	for _, t := range ts {
+		w.bytes(encode(c.values(t.t), c.DType))
+	}
+	return off, finish(f, w)
+}
+
+func writeJSON(path string, v any) error {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return fmt.Errorf("synth: %w", err)
+	}
+	if err := os.WriteFile(path, append(b, '\n'), 0o644); err != nil {
+		return fmt.Errorf("synth: %w", err)
+	}
+	return nil
+}

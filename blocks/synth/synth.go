@@ -1,0 +1,309 @@
+// Package synth makes random-weight Llama models and writes them as a
+// Hugging Face directory (config.json, model.safetensors, tokenizer.model),
+// as GGUF v3 and as llama2.c checkpoints, for benchmarks and for format
+// round-trip tests: all three files of one synthesized model hold the same
+// weights, so the engine must compute the same logits from each.
+//
+// Weights are generated tensor by tensor from the seed (each tensor has its
+// own PCG stream), so a model of any size is written without holding it in
+// memory, and the same Config always gives the same bytes.
+//
+// This package must never import other packages of this repository except
+// swarm/ and blocks/tokenizer/.
+package synth
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+
+	"github.com/x448/float16"
+
+	"github.com/swarmllm/swarm/swarm"
+)
+
+// ErrConfig marks an invalid synthesis request.
+var ErrConfig = errors.New("synth: bad config")
+
+// Config is the shape of a synthesized model. Zero optional fields take the
+// defaults of DefaultConfig.
+type Config struct {
+	// Name is ModelInfo.Name of the model (config.json _name_or_path,
+	// GGUF general.name).
+	Name string
+	// Layers is the number of blocks L.
+	Layers int
+	// Dim is d_model.
+	Dim int
+	// FFN is the SwiGLU inner size.
+	FFN int
+	// Heads and KVHeads are the query and key/value head counts; Dim must
+	// be a multiple of Heads, Heads of KVHeads, and Dim/Heads even.
+	Heads, KVHeads int
+	// Vocab is the vocabulary size, at least 259 (3 special and 256 byte
+	// pieces).
+	Vocab int
+	// DType is the storage dtype of the weights: f32, f16 or bf16 (and q8_0
+	// for GGUF only, where Dim and FFN must be multiples of 32).
+	DType swarm.DType
+	// MaxSeqLen is the context length written to the files (default 2048).
+	MaxSeqLen int
+	// RopeTheta is the RoPE base (default 10000).
+	RopeTheta float64
+	// NormEps is the RMSNorm epsilon (default 1e-5).
+	NormEps float64
+	// Tied makes the LM head share the token embedding.
+	Tied bool
+	// Seed selects the weights.
+	Seed uint64
+}
+
+// DefaultConfig is a tiny model: 2 blocks, d_model 64, 4 heads, 2 KV heads,
+// vocab 320, f32.
+func DefaultConfig() Config {
+	return Config{Name: "synth", Layers: 2, Dim: 64, FFN: 128, Heads: 4, KVHeads: 2, Vocab: 320,
+		DType: swarm.DTypeF32, MaxSeqLen: 2048, RopeTheta: 10000, NormEps: 1e-5}
+}
+
+// withDefaults fills the optional fields.
+func (c Config) withDefaults() Config {
+	d := DefaultConfig()
+	if c.Name == "" {
+		c.Name = d.Name
+	}
+	if c.MaxSeqLen == 0 {
+		c.MaxSeqLen = d.MaxSeqLen
+	}
+	if c.RopeTheta == 0 {
+		c.RopeTheta = d.RopeTheta
+	}
+	if c.NormEps == 0 {
+		c.NormEps = d.NormEps
+	}
+	if c.DType == swarm.DTypeInvalid {
+		c.DType = d.DType
+	}
+	return c
+}
+
+// Validate returns an error wrapping ErrConfig naming the first bad field.
+func (c Config) Validate() error {
+	c = c.withDefaults()
+	bad := func(f string, a ...any) error { return fmt.Errorf("%w: %s", ErrConfig, fmt.Sprintf(f, a...)) }
+	switch {
+	case c.Layers < 1:
+		return bad("layers = %d, want >= 1", c.Layers)
+	case c.Dim < 2:
+		return bad("dim = %d, want >= 2", c.Dim)
+	case c.FFN < 1:
+		return bad("ffn = %d, want >= 1", c.FFN)
+	case c.Heads < 1 || c.Dim%c.Heads != 0 || (c.Dim/c.Heads)%2 != 0:
+		return bad("heads = %d, want a divisor of dim = %d leaving an even head size", c.Heads, c.Dim)
+	case c.KVHeads < 1 || c.Heads%c.KVHeads != 0:
+		return bad("kv-heads = %d, want a divisor of heads = %d", c.KVHeads, c.Heads)
+	case c.Vocab < minVocab:
+		return bad("vocab = %d, want >= %d (3 special and 256 byte pieces)", c.Vocab, minVocab)
+	case c.MaxSeqLen < 1:
+		return bad("max seq len = %d, want >= 1", c.MaxSeqLen)
+	case c.NormEps <= 0 || c.RopeTheta <= 0:
+		return bad("norm eps %g and rope theta %g must be > 0", c.NormEps, c.RopeTheta)
+	case c.Dim*c.FFN > 1<<30 || c.Vocab*c.Dim > 1<<32:
+		return bad("dim %d, ffn %d, vocab %d: matrices too large", c.Dim, c.FFN, c.Vocab)
+	}
+	switch c.DType {
+	case swarm.DTypeF32, swarm.DTypeF16, swarm.DTypeBF16:
+	case swarm.DTypeQ8_0:
+		if c.Dim%32 != 0 || c.FFN%32 != 0 {
+			return bad("q8_0 needs dim and ffn multiples of 32, got %d and %d", c.Dim, c.FFN)
+		}
+	default:
+		return bad("dtype %v, want f32, f16, bf16 or q8_0", c.DType)
+	}
+	return nil
+}
+
+// Info is the swarm.ModelInfo a loader should report for the model (without
+// BlockBytes and CacheBytesPerToken, which depend on the file).
+func (c Config) Info() swarm.ModelInfo {
+	c = c.withDefaults()
+	return swarm.ModelInfo{
+		Name: c.Name, Arch: "llama", NBlocks: c.Layers, DModel: c.Dim, NHeads: c.Heads, NKVHeads: c.KVHeads,
+		HeadDim: c.Dim / c.Heads, FFNDim: c.FFN, Vocab: c.Vocab, MaxSeqLen: c.MaxSeqLen, RopeTheta: c.RopeTheta,
+		NormEps: c.NormEps, TiedEmbeddings: c.Tied, DType: c.DType, BOS: bosID, EOS: eosID,
+	}
+}
+
+// Tensor kinds, in Hugging Face naming order within a block.
+const (
+	kAttnNorm = iota
+	kWQ
+	kWK
+	kWV
+	kWO
+	kFFNNorm
+	kW1
+	kW2
+	kW3
+	nBlockKinds
+)
+
+// tensor is one tensor of the model: a matrix [rows, cols] (rows = 1 for a
+// norm vector) in Hugging Face layout (q/k rows in rotate-half order).
+type tensor struct {
+	stream uint64 // PCG stream id: fixes the values
+	block  int    // -1 for global tensors
+	kind   int    // block kinds above, or kEmbed/kNorm/kOutput
+	rows   int
+	cols   int
+	norm   bool
+}
+
+// Global tensor kinds.
+const (
+	kEmbed = 100 + iota
+	kNorm
+	kOutput
+)
+
+func (c Config) blockTensor(b, kind int) tensor {
+	hd := c.Dim / c.Heads
+	shapes := [nBlockKinds][2]int{
+		kAttnNorm: {1, c.Dim}, kWQ: {c.Heads * hd, c.Dim}, kWK: {c.KVHeads * hd, c.Dim}, kWV: {c.KVHeads * hd, c.Dim},
+		kWO: {c.Dim, c.Heads * hd}, kFFNNorm: {1, c.Dim}, kW1: {c.FFN, c.Dim}, kW2: {c.Dim, c.FFN}, kW3: {c.FFN, c.Dim},
+	}
+	s := shapes[kind]
+	return tensor{stream: uint64(1000 + b*nBlockKinds + kind), block: b, kind: kind, rows: s[0], cols: s[1],
+		norm: kind == kAttnNorm || kind == kFFNNorm}
+}
+
+func (c Config) globalTensor(kind int) tensor {
+	switch kind {
+	case kEmbed:
+		return tensor{stream: 1, block: -1, kind: kind, rows: c.Vocab, cols: c.Dim}
+	case kNorm:
+		return tensor{stream: 2, block: -1, kind: kind, rows: 1, cols: c.Dim, norm: true}
+	default:
+		return tensor{stream: 3, block: -1, kind: kOutput, rows: c.Vocab, cols: c.Dim}
+	}
+}
+
+// values generates the tensor's values [rows*cols], already rounded to what
+// the dtype can hold (f16/bf16/q8_0), so that a float32 file of the same
+// model holds exactly the same numbers. Norm weights are 1 + N(0, 0.1^2);
+// matrices are N(0, 1/cols), the token embedding N(0, 1).
+func (c Config) values(t tensor) []float32 {
+	rng := rand.New(rand.NewPCG(c.Seed, t.stream))
+	v := make([]float32, t.rows*t.cols)
+	std := 1 / math.Sqrt(float64(t.cols))
+	if t.kind == kEmbed {
+		std = 1
+	}
+	for i := range v {
+		if t.norm {
+			v[i] = float32(1 + 0.1*rng.NormFloat64())
+		} else {
+			v[i] = float32(std * rng.NormFloat64())
+		}
+	}
+	dt := c.DType
+	if t.norm && dt == swarm.DTypeQ8_0 {
+		dt = swarm.DTypeF16 // norm vectors are never quantized; keep them f16-exact
+	}
+	switch dt {
+	case swarm.DTypeF16:
+		for i, x := range v {
+			v[i] = float16.Fromfloat32(x).Float32()
+		}
+	case swarm.DTypeBF16:
+		for i, x := range v {
+			v[i] = math.Float32frombits(uint32(bf16Bits(x)) << 16)
+		}
+	case swarm.DTypeQ8_0:
+		q := quantizeQ8_0(v)
+		dequantizeQ8_0(q, v)
+	}
+	return v
+}
+
+// hfPermutation is the row order llama.cpp's convert_hf_to_gguf.py
+// (LlamaModel.permute) and llama2.c's export.py apply to HF q_proj/k_proj
+// weights: new row h*hd + 2i + j is HF row h*hd + j*hd/2 + i, turning
+// rotate-half RoPE pairs into adjacent pairs.
+func hfPermutation(nHeads, hd int) []int {
+	perm := make([]int, nHeads*hd)
+	for h := range nHeads {
+		for i := range hd / 2 {
+			for j := range 2 {
+				perm[h*hd+2*i+j] = h*hd + j*(hd/2) + i
+			}
+		}
+	}
+	return perm
+}
+
+// adjacentValues returns a tensor's values with q/k rows permuted into
+// adjacent-pair RoPE order (GGUF, llama2.c); other tensors are unchanged.
+func (c Config) adjacentValues(t tensor) []float32 {
+	v := c.values(t)
+	heads := 0
+	switch {
+	case t.block >= 0 && t.kind == kWQ:
+		heads = c.Heads
+	case t.block >= 0 && t.kind == kWK:
+		heads = c.KVHeads
+	default:
+		return v
+	}
+	perm := hfPermutation(heads, c.Dim/c.Heads)
+	out := make([]float32, len(v))
+	for i, p := range perm {
+		copy(out[i*t.cols:(i+1)*t.cols], v[p*t.cols:(p+1)*t.cols])
+	}
+	return out
+}
+
+// bf16Bits rounds a float32 to bfloat16 (nearest even).
+func bf16Bits(f float32) uint16 {
+	b := math.Float32bits(f)
+	if f != f {
+		return uint16(b>>16) | 0x40
+	}
+	b += 0x7fff + (b>>16)&1
+	return uint16(b >> 16)
+}
+
+// quantizeQ8_0 quantizes v (a multiple of 32 values) to GGML Q8_0 blocks
+// the way ggml's quantize_row_q8_0_ref does: d = max|x|/127 (stored as f16),
+// q = round(x/d).
+func quantizeQ8_0(v []float32) []byte {
+	out := make([]byte, 0, len(v)/32*34)
+	for b := 0; b < len(v); b += 32 {
+		var amax float32
+		for _, x := range v[b : b+32] {
+			amax = max(amax, float32(math.Abs(float64(x))))
+		}
+		d := amax / 127
+		id := float32(0)
+		if d != 0 {
+			id = 1 / d
+		}
+		h := float16.Fromfloat32(d).Bits()
+		out = append(out, byte(h), byte(h>>8))
+		for _, x := range v[b : b+32] {
+			out = append(out, byte(int8(math.Round(float64(x*id)))))
+		}
+	}
+	return out
+}
+
+// dequantizeQ8_0 expands Q8_0 blocks into v.
+func dequantizeQ8_0(q []byte, v []float32) {
+	for b := range len(q) / 34 {
+		blk := q[b*34 : (b+1)*34]
+		d := float16.Frombits(uint16(blk[0]) | uint16(blk[1])<<8).Float32()
+		for j := range 32 {
+			v[b*32+j] = d * float32(int8(blk[2+j]))
+		}
+	}
+}
