@@ -1,13 +1,190 @@
 package main
 
-import "github.com/spf13/cobra"
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/swarmllm/swarm/blocks"
+	"github.com/swarmllm/swarm/blocks/synth"
+	"github.com/swarmllm/swarm/swarm"
+)
 
 func newModelCmd() *cobra.Command {
-	return &cobra.Command{
+	cmd := &cobra.Command{
 		Use:   "model",
-		Short: "model (not implemented yet)",
-		RunE: func(cmd *cobra.Command, args []string) error {
-			return errNotImplemented
+		Short: "Inspect model files and synthesize random-weight models",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return fmt.Errorf("%w: choose a subcommand (see swarm model --help)", errUsage)
 		},
 	}
+	cmd.AddCommand(newModelSynthCmd(), newModelInfoCmd())
+	return cmd
+}
+
+// synthOptions are the flags of `swarm model synth`.
+type synthOptions struct {
+	cfg     synth.Config
+	dtype   string
+	out     string
+	formats []string
+	json    bool
+}
+
+func newModelSynthCmd() *cobra.Command {
+	var o synthOptions
+	cmd := &cobra.Command{
+		Use:   "synth --layers N --dim D --ffn F --heads H --kv-heads K --vocab V --dtype f16|f32 --out DIR",
+		Short: "Write a random-weight Llama model (for benchmarks and format tests)",
+		Long: `synth writes a Llama model with random weights (seeded: the same flags give the
+same bytes) as a Hugging Face directory: DIR/config.json, DIR/model.safetensors
+and a SentencePiece DIR/tokenizer.model with a Llama-2-style vocabulary (3
+special pieces, 256 byte pieces, then printable characters and merges).
+
+--formats can add the same model as GGUF (DIR/NAME.gguf, tokenizer embedded)
+and as a llama2.c checkpoint (DIR/NAME.bin, version 0, with DIR/tokenizer.bin):
+all files hold the same weights, so they give the same logits.
+
+Example (a 32-block model with 7B-shaped blocks needs ~13 GB as f16):
+  swarm model synth --layers 2 --dim 256 --ffn 688 --heads 8 --kv-heads 4 --vocab 512 --dtype f16 --out /tmp/m`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runSynth(cmd.OutOrStdout(), o)
+		},
+	}
+	d := synth.DefaultConfig()
+	f := cmd.Flags()
+	f.IntVar(&o.cfg.Layers, "layers", d.Layers, "number of transformer blocks L")
+	f.IntVar(&o.cfg.Dim, "dim", d.Dim, "hidden size d_model")
+	f.IntVar(&o.cfg.FFN, "ffn", d.FFN, "SwiGLU inner size")
+	f.IntVar(&o.cfg.Heads, "heads", d.Heads, "query heads (must divide --dim, leaving an even head size)")
+	f.IntVar(&o.cfg.KVHeads, "kv-heads", d.KVHeads, "key/value heads (must divide --heads)")
+	f.IntVar(&o.cfg.Vocab, "vocab", d.Vocab, "vocabulary size, >= 259")
+	f.StringVar(&o.dtype, "dtype", "f16", "weight dtype: f32, f16, bf16 (q8_0 only with --formats gguf)")
+	f.StringVar(&o.out, "out", "", "output directory, created if missing (required)")
+	f.Uint64Var(&o.cfg.Seed, "seed", 0, "random seed of the weights")
+	f.StringVar(&o.cfg.Name, "name", "", "model name (default: the base name of --out)")
+	f.IntVar(&o.cfg.MaxSeqLen, "max-seq-len", d.MaxSeqLen, "context length written to the files, tokens")
+	f.BoolVar(&o.cfg.Tied, "tied", false, "tie the LM head to the token embedding")
+	f.StringSliceVar(&o.formats, "formats", []string{"hf"}, "comma-separated formats to write: hf, gguf, llama2c")
+	f.BoolVar(&o.json, "json", false, "print the model's ModelInfo as JSON (as loaded back from the first format written)")
+	return cmd
+}
+
+func runSynth(out io.Writer, o synthOptions) error {
+	if o.out == "" {
+		return fmt.Errorf("%w: --out is required", errUsage)
+	}
+	dt, err := swarm.ParseDType(o.dtype)
+	if err != nil {
+		return fmt.Errorf("%w: --dtype: %w", errUsage, err)
+	}
+	o.cfg.DType = dt
+	if o.cfg.Name == "" {
+		o.cfg.Name = filepath.Base(filepath.Clean(o.out))
+	}
+	if err := o.cfg.Validate(); err != nil {
+		return fmt.Errorf("%w: %w", errUsage, err)
+	}
+	if len(o.formats) == 0 {
+		return fmt.Errorf("%w: --formats is empty (want hf, gguf and/or llama2c)", errUsage)
+	}
+	if err := os.MkdirAll(o.out, 0o755); err != nil {
+		return err
+	}
+	var written []string
+	for _, f := range o.formats {
+		switch strings.ToLower(strings.TrimSpace(f)) {
+		case "hf":
+			err = synth.WriteHF(o.out, o.cfg)
+			written = append(written, o.out)
+		case "gguf":
+			p := filepath.Join(o.out, o.cfg.Name+".gguf")
+			err = synth.WriteGGUF(p, o.cfg)
+			written = append(written, p)
+		case "llama2c":
+			p := filepath.Join(o.out, o.cfg.Name+".bin")
+			if err = synth.WriteLlama2C(p, o.cfg, 0); err == nil {
+				err = synth.WriteLlama2CTokenizer(filepath.Join(o.out, "tokenizer.bin"), o.cfg)
+			}
+			written = append(written, p)
+		default:
+			return fmt.Errorf("%w: --formats: unknown format %q (want hf, gguf or llama2c)", errUsage, f)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	if !o.json {
+		for _, p := range written {
+			fmt.Fprintln(out, p)
+		}
+		return nil
+	}
+	m, err := blocks.Open(written[0])
+	if err != nil {
+		return fmt.Errorf("reading back %s: %w", written[0], err)
+	}
+	defer m.Close()
+	return writeModelJSON(out, m.Info())
+}
+
+func newModelInfoCmd() *cobra.Command {
+	var path, tok string
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "info --model PATH [--json]",
+		Short: "Print a model's shape, dtype, per-block bytes s_m and cache bytes per token",
+		Long: `info opens a model (GGUF file, llama2.c .bin or Hugging Face directory), reads
+only its metadata, and prints the swarm.ModelInfo that servers and placement
+use: blocks, d_model, heads, KV heads, FFN size, vocab, dtype, block_bytes
+(s_m, bytes of one block's weights) and cache_bytes_per_token (bytes of
+attention cache per block per token of a session).`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if path == "" {
+				return fmt.Errorf("%w: --model is required", errUsage)
+			}
+			var opts []blocks.Option
+			if tok != "" {
+				opts = append(opts, blocks.WithTokenizer(tok))
+			}
+			m, err := blocks.Open(path, opts...)
+			if err != nil {
+				return err
+			}
+			defer m.Close()
+			info := m.Info()
+			if asJSON {
+				return writeModelJSON(cmd.OutOrStdout(), info)
+			}
+			w := cmd.OutOrStdout()
+			fmt.Fprintf(w, "name %s (%s, %s)\n", info.Name, m.Format(), info.DType)
+			fmt.Fprintf(w, "blocks %d, d_model %d, heads %d, kv heads %d, head dim %d, ffn %d, vocab %d, max seq len %d\n",
+				info.NBlocks, info.DModel, info.NHeads, info.NKVHeads, info.HeadDim, info.FFNDim, info.Vocab, info.MaxSeqLen)
+			fmt.Fprintf(w, "rope theta %g, norm eps %g, tied embeddings %v, bos %d, eos %d\n",
+				info.RopeTheta, info.NormEps, info.TiedEmbeddings, info.BOS, info.EOS)
+			fmt.Fprintf(w, "block bytes (s_m) %d, cache bytes per token per block %d\n", info.BlockBytes, info.CacheBytesPerToken)
+			if p := m.TokenizerPath(); p != "" {
+				fmt.Fprintf(w, "tokenizer %s\n", p)
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&path, "model", "", "model: a .gguf file, a llama2.c .bin checkpoint or a Hugging Face directory (required)")
+	cmd.Flags().StringVar(&tok, "tokenizer", "", "tokenizer file to report instead of the model's own")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the ModelInfo as JSON")
+	return cmd
+}
+
+func writeModelJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
 }
