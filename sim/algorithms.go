@@ -1,0 +1,123 @@
+package sim
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/swarmllm/swarm/placement"
+	"github.com/swarmllm/swarm/routing"
+)
+
+// Admission is what happens when a session's chain has no attention-cache
+// room for it yet.
+type Admission uint8
+
+const (
+	// AdmitWait: each server answers with its wait estimate and reserves
+	// the caches (our protocol: "granted | wait estimate"); the session
+	// starts as soon as every server of its chain has room. Reserved caches
+	// count as held from routing to completion, which is the state WS-RR's
+	// eq. (20) assumes and guarantees that admitted sessions always fit.
+	AdmitWait Admission = iota + 1
+	// AdmitRetry: a server without room rejects the session; the client
+	// backs off (MinBackoff * 2^(n-1), capped at MaxBackoff, before attempt
+	// n+1), routes again and retries (PETALS' client). Caches are held only
+	// by started sessions.
+	AdmitRetry
+)
+
+// String names the admission rule for tables.
+func (a Admission) String() string {
+	switch a {
+	case AdmitWait:
+		return "wait"
+	case AdmitRetry:
+		return "retry"
+	}
+	return fmt.Sprintf("admission(%d)", uint8(a))
+}
+
+// Algorithm is one placement + routing pair under test.
+type Algorithm struct {
+	// Name is the name on the command line.
+	Name string `json:"name"`
+	// Placement names the placement algorithm (placement.Algorithms key).
+	Placement string `json:"placement"`
+	// Routing names the routing rule: "wsrr" (routing.WSRR), "opt-rr"
+	// (routing.OptimizedRR) or "petals" (routing.Petals).
+	Routing string `json:"routing"`
+	// Admission is how a full server is handled.
+	Admission Admission `json:"admission"`
+	// Doc says what the algorithm is, for --help.
+	Doc string `json:"-"`
+}
+
+// algorithms is the explicit table of the algorithms of paper 003 Sec. 4.
+var algorithms = []Algorithm{
+	{Name: "proposed", Placement: "cgbp", Routing: "wsrr", Admission: AdmitWait,
+		Doc: "CG-BP placement + WS-RR routing (Alg. 2), servers give wait estimates"},
+	{Name: "petals", Placement: "petals", Routing: "petals", Admission: AdmitRetry,
+		Doc: "PETALS placement (random join order, 4096-token cache budget) + PETALS routing with back-off retries"},
+	{Name: "opt-order", Placement: "opt-order", Routing: "petals", Admission: AdmitRetry,
+		Doc: "ablation: PETALS placement with servers joining in CG-BP's order"},
+	{Name: "opt-number", Placement: "opt-number", Routing: "petals", Admission: AdmitRetry,
+		Doc: "ablation: PETALS placement with CG-BP's block counts"},
+	{Name: "opt-rr", Placement: "petals", Routing: "opt-rr", Admission: AdmitWait,
+		Doc: "ablation: PETALS placement + the myopic optimum of (21) for routing"},
+}
+
+// Algorithms returns the algorithms the simulator knows, in the paper's
+// order (proposed, petals, opt-order, opt-number, opt-rr).
+func Algorithms() []Algorithm { return append([]Algorithm(nil), algorithms...) }
+
+// AlgorithmNames returns the names of Algorithms().
+func AlgorithmNames() []string {
+	names := make([]string, len(algorithms))
+	for i, a := range algorithms {
+		names[i] = a.Name
+	}
+	return names
+}
+
+// LookupAlgorithm returns the algorithm called name; errors wrap
+// ErrBadConfig and list the known names.
+func LookupAlgorithm(name string) (Algorithm, error) {
+	for _, a := range algorithms {
+		if a.Name == name {
+			return a, nil
+		}
+	}
+	return Algorithm{}, fmt.Errorf("%w: unknown algorithm %q (want one of %s)", ErrBadConfig, name, strings.Join(AlgorithmNames(), ", "))
+}
+
+// usesR reports whether the placement needs the design parameter R.
+func (a Algorithm) usesR() bool {
+	return a.Placement == "cgbp" || a.Placement == "opt-number" || a.Placement == "opt-order"
+}
+
+// place runs the algorithm's placement.
+func (a Algorithm) place(in placement.Input) (placement.Plan, error) {
+	f, err := placement.Lookup(a.Placement)
+	if err != nil {
+		return placement.Plan{}, err
+	}
+	return f(in)
+}
+
+// router returns the routing function for this algorithm: servers is the
+// snapshot, ping the server-to-server RTTs among them (PETALS only).
+func (a Algorithm) router(p PetalsConfig) (func(servers []routing.Server, req routing.Request, ping [][]float64) (routing.Route, error), error) {
+	switch a.Routing {
+	case "wsrr":
+		return func(s []routing.Server, r routing.Request, _ [][]float64) (routing.Route, error) { return routing.WSRR(s, r) }, nil
+	case "opt-rr":
+		return func(s []routing.Server, r routing.Request, _ [][]float64) (routing.Route, error) {
+			return routing.OptimizedRR(s, r)
+		}, nil
+	case "petals":
+		return func(s []routing.Server, r routing.Request, ping [][]float64) (routing.Route, error) {
+			return routing.Petals(s, r, routing.PetalsParams{Overhead: p.HopOverhead, AllocPenalty: p.AllocPenalty, Ping: ping})
+		}, nil
+	}
+	return nil, fmt.Errorf("%w: algorithm %s: unknown routing %q (want wsrr, opt-rr or petals)", ErrBadConfig, a.Name, a.Routing)
+}

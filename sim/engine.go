@@ -1,0 +1,387 @@
+package sim
+
+import (
+	"container/heap"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"time"
+
+	"github.com/swarmllm/swarm/placement"
+	"github.com/swarmllm/swarm/routing"
+	"github.com/swarmllm/swarm/swarm"
+)
+
+// ErrInvariant is returned (wrapped) when a routing decision breaks the
+// simulated physics: a chain that violates Lemma 3.1, a server asked for more
+// caches than it can ever hold, or memory over-committed at a session start.
+// It always points at a bug in the router or the simulator.
+var ErrInvariant = errors.New("sim: invariant violated")
+
+// eventKind orders simultaneous events: completions free their caches
+// before starts, retries and arrivals at the same instant use them.
+type eventKind uint8
+
+const (
+	evEnd eventKind = iota
+	evStart
+	evAttempt
+	evArrival
+)
+
+type event struct {
+	t       float64
+	kind    eventKind
+	seq     uint64 // FIFO among equal (t, kind): determinism
+	session int
+}
+
+type eventQueue []event
+
+func (q eventQueue) Len() int { return len(q) }
+func (q eventQueue) Less(i, j int) bool {
+	a, b := q[i], q[j]
+	if a.t != b.t {
+		return a.t < b.t
+	}
+	if a.kind != b.kind {
+		return a.kind < b.kind
+	}
+	return a.seq < b.seq
+}
+func (q eventQueue) Swap(i, j int) { q[i], q[j] = q[j], q[i] }
+func (q *eventQueue) Push(x any)   { *q = append(*q, x.(event)) }
+func (q *eventQueue) Pop() any {
+	old := *q
+	e := old[len(old)-1]
+	*q = old[:len(old)-1]
+	return e
+}
+
+// hold is the caches one session holds (or has reserved) on one server.
+type hold struct {
+	session int
+	caches  int
+}
+
+// hop is one server of a session's chain, in fleet indices.
+type hop struct {
+	server int // index into Fleet.Servers
+	blocks int // k_j, blocks processed there
+}
+
+type session struct {
+	arrival float64
+	start   float64
+	end     float64
+	prefill float64 // sum_j (tI_cj + k_j tauI_j): the first token once started
+	decode  float64 // sum_j (t_cj + k_j tau_j): each later token
+	chain   []hop
+	retries int
+	started bool
+	done    bool
+}
+
+// engine simulates one algorithm on one fleet and one arrival sequence.
+type engine struct {
+	fleet *Fleet
+	work  Workload
+	alg   Algorithm
+	plan  placement.Plan
+	route func([]routing.Server, routing.Request, [][]float64) (routing.Route, error)
+	clock func() time.Time
+
+	active []int            // fleet indices of servers hosting blocks
+	snap   []routing.Server // routing snapshot template, per active server
+	ping   [][]float64      // RTTs among active servers (PETALS routing)
+	holds  [][]hold         // per fleet server: caches held or reserved
+	used   []int            // per fleet server: caches of started sessions
+
+	sessions []session
+	queue    eventQueue
+	seq      uint64
+	now      float64
+
+	conc, maxConc int
+	routeTime     time.Duration
+	routeCalls    int
+}
+
+func newEngine(f *Fleet, w Workload, alg Algorithm, plan placement.Plan, clock func() time.Time) (*engine, error) {
+	route, err := alg.router(f.Petals)
+	if err != nil {
+		return nil, err
+	}
+	if len(plan.Spans) != len(f.Servers) || len(plan.CacheSlots) != len(f.Servers) {
+		return nil, fmt.Errorf("%w: plan has %d spans and %d cache-slot counts for %d servers",
+			ErrInvariant, len(plan.Spans), len(plan.CacheSlots), len(f.Servers))
+	}
+	e := &engine{
+		fleet: f, work: w, alg: alg, plan: plan, route: route, clock: clock,
+		holds: make([][]hold, len(f.Servers)),
+		used:  make([]int, len(f.Servers)),
+	}
+	lI := w.InputTokens
+	for j, s := range f.Servers {
+		if plan.Spans[j].Empty() {
+			continue
+		}
+		e.active = append(e.active, j)
+		rs := routing.Server{
+			Name:       s.Name,
+			Span:       plan.Spans[j],
+			Tau:        s.Hardware.Tau,
+			RTT:        f.TokenRTT(j),
+			TauPrefill: s.Hardware.TauI.At(lI),
+			RTTPrefill: f.InputRTT(j, lI),
+			CacheSlots: plan.CacheSlots[j],
+		}
+		if alg.Routing == "petals" {
+			// PETALS' client knows only pings, not the model's t_cj.
+			rs.RTT = f.ClientRTT[j]
+		}
+		e.snap = append(e.snap, rs)
+	}
+	if alg.Routing == "petals" {
+		e.ping = make([][]float64, len(e.active))
+		for a, i := range e.active {
+			e.ping[a] = make([]float64, len(e.active))
+			for b, j := range e.active {
+				e.ping[a][b] = f.ServerRTT[i][j]
+			}
+		}
+	}
+	return e, nil
+}
+
+func (e *engine) push(t float64, kind eventKind, s int) {
+	e.seq++
+	heap.Push(&e.queue, event{t: t, kind: kind, seq: e.seq, session: s})
+}
+
+// run simulates the sessions arriving at the given times (ascending).
+func (e *engine) run(arrivals []float64) error {
+	e.sessions = make([]session, len(arrivals))
+	for i, t := range arrivals {
+		e.sessions[i].arrival = t
+		e.push(t, evArrival, i)
+	}
+	for e.queue.Len() > 0 {
+		ev := heap.Pop(&e.queue).(event)
+		e.now = ev.t
+		var err error
+		switch ev.kind {
+		case evArrival:
+			e.conc++
+			e.maxConc = max(e.maxConc, e.conc)
+			if e.alg.Admission == AdmitWait {
+				err = e.book(ev.session)
+			} else {
+				err = e.attempt(ev.session)
+			}
+		case evAttempt:
+			err = e.attempt(ev.session)
+		case evStart:
+			err = e.start(ev.session)
+		case evEnd:
+			e.finish(ev.session)
+		}
+		if err != nil {
+			return fmt.Errorf("session %d at t = %.6g s: %w", ev.session, e.now, err)
+		}
+	}
+	return nil
+}
+
+// routeNow asks the algorithm's router for a chain at the current time.
+func (e *engine) routeNow() ([]hop, error) {
+	servers := slices.Clone(e.snap)
+	for a, j := range e.active {
+		loads := make([]swarm.SessionLoad, 0, len(e.holds[j]))
+		for _, h := range e.holds[j] {
+			loads = append(loads, swarm.SessionLoad{Remaining: e.sessions[h.session].end - e.now, Caches: h.caches})
+		}
+		servers[a].Sessions = loads
+		servers[a].AsOf = e.now
+	}
+	req := routing.Request{Blocks: e.fleet.Model.Blocks, MaxLength: e.work.OutputTokens, Now: e.now, Prefill: true}
+	var t0 time.Time
+	if e.clock != nil {
+		t0 = e.clock()
+	}
+	r, err := e.route(servers, req, e.ping)
+	if e.clock != nil {
+		e.routeTime += e.clock().Sub(t0)
+	}
+	e.routeCalls++
+	if err != nil {
+		return nil, fmt.Errorf("%s routing: %w", e.alg.Routing, err)
+	}
+	return e.chain(r)
+}
+
+// chain checks a route against Lemma 3.1 independently of the router and
+// turns it into fleet indices with block counts.
+func (e *engine) chain(r routing.Route) ([]hop, error) {
+	next := 0
+	out := make([]hop, 0, len(r.Hops))
+	for i, h := range r.Hops {
+		if h.Server < 0 || h.Server >= len(e.active) {
+			return nil, fmt.Errorf("%w: hop %d names server %d of %d", ErrInvariant, i, h.Server, len(e.active))
+		}
+		j := e.active[h.Server]
+		span := e.plan.Spans[j]
+		if !span.Contains(next) || h.Span.Start != next || h.Span.End != span.End {
+			return nil, fmt.Errorf("%w: hop %d (%s, hosts %s) processes %s, but the next block is %d (Lemma 3.1)",
+				ErrInvariant, i, e.fleet.Servers[j].Name, span, h.Span, next)
+		}
+		out = append(out, hop{server: j, blocks: h.Span.Len()})
+		next = span.End
+	}
+	if next != e.fleet.Model.Blocks {
+		return nil, fmt.Errorf("%w: route stops at block %d of %d", ErrInvariant, next, e.fleet.Model.Blocks)
+	}
+	return out, nil
+}
+
+// times returns the first-token and per-later-token times of a chain once
+// started, the two sums of eq. (1).
+func (e *engine) times(c []hop) (prefill, decode float64) {
+	lI := e.work.InputTokens
+	for _, h := range c {
+		hw := e.fleet.Servers[h.server].Hardware
+		k := float64(h.blocks)
+		prefill += e.fleet.InputRTT(h.server, lI) + k*hw.TauI.At(lI)
+		decode += e.fleet.TokenRTT(h.server) + k*hw.Tau
+	}
+	return prefill, decode
+}
+
+// admit records the chain and its times and schedules the end.
+func (e *engine) admit(i int, c []hop, start float64) {
+	s := &e.sessions[i]
+	s.chain = c
+	s.start = start
+	s.prefill, s.decode = e.times(c)
+	s.end = start + s.prefill + float64(e.work.OutputTokens-1)*s.decode
+	for _, h := range c {
+		e.holds[h.server] = append(e.holds[h.server], hold{session: i, caches: h.blocks})
+	}
+	e.push(s.end, evEnd, i)
+}
+
+// book routes session i (AdmitWait), reserves its caches and schedules its
+// start at the earliest time every server of the chain has room.
+func (e *engine) book(i int) error {
+	c, err := e.routeNow()
+	if err != nil {
+		return err
+	}
+	start := e.now
+	for _, h := range c {
+		t, ok := e.roomAt(h.server, h.blocks)
+		if !ok {
+			return fmt.Errorf("%w: %s routed to %s, which needs %d caches but holds at most %d",
+				ErrInvariant, e.alg.Routing, e.fleet.Servers[h.server].Name, h.blocks, e.plan.CacheSlots[h.server])
+		}
+		start = max(start, t)
+	}
+	e.admit(i, c, start)
+	e.push(start, evStart, i)
+	return nil
+}
+
+// roomAt returns the earliest time >= now at which server j has `need`
+// cache slots free, given the caches held or reserved and when they are
+// released; false when it never will.
+func (e *engine) roomAt(j, need int) (float64, bool) {
+	slots := e.plan.CacheSlots[j]
+	if need > slots {
+		return 0, false
+	}
+	held := 0
+	ends := make([]hold, len(e.holds[j]))
+	for k, h := range e.holds[j] {
+		held += h.caches
+		ends[k] = h
+	}
+	if slots-held >= need {
+		return e.now, true
+	}
+	slices.SortFunc(ends, func(a, b hold) int {
+		ta, tb := e.sessions[a.session].end, e.sessions[b.session].end
+		switch {
+		case ta < tb:
+			return -1
+		case ta > tb:
+			return 1
+		}
+		return a.session - b.session
+	})
+	for _, h := range ends {
+		held -= h.caches
+		if slots-held >= need {
+			return max(e.sessions[h.session].end, e.now), true
+		}
+	}
+	return 0, false // unreachable: need <= slots
+}
+
+// start marks a booked session as started and checks that memory is not
+// over-committed (eq. 2 with the plan's cache slots).
+func (e *engine) start(i int) error {
+	s := &e.sessions[i]
+	for _, h := range s.chain {
+		e.used[h.server] += h.blocks
+		if e.used[h.server] > e.plan.CacheSlots[h.server] {
+			return fmt.Errorf("%w: %s holds %d caches at a session start, capacity %d",
+				ErrInvariant, e.fleet.Servers[h.server].Name, e.used[h.server], e.plan.CacheSlots[h.server])
+		}
+	}
+	s.started = true
+	return nil
+}
+
+// attempt routes session i (AdmitRetry) and starts it if every server of
+// the chain has room now; otherwise it backs off and tries again.
+func (e *engine) attempt(i int) error {
+	c, err := e.routeNow()
+	if err != nil {
+		return err
+	}
+	room := true
+	for _, h := range c {
+		if e.used[h.server]+h.blocks > e.plan.CacheSlots[h.server] {
+			room = false
+			break
+		}
+	}
+	s := &e.sessions[i]
+	if !room {
+		s.retries++
+		p := e.fleet.Petals
+		delay := min(p.MinBackoff*math.Exp2(float64(s.retries-1)), p.MaxBackoff)
+		e.push(e.now+delay, evAttempt, i)
+		return nil
+	}
+	e.admit(i, c, e.now)
+	return e.start(i)
+}
+
+// finish releases a session's caches.
+func (e *engine) finish(i int) {
+	s := &e.sessions[i]
+	for _, h := range s.chain {
+		hs := e.holds[h.server]
+		for k := range hs {
+			if hs[k].session == i {
+				e.holds[h.server] = slices.Delete(hs, k, k+1)
+				break
+			}
+		}
+		e.used[h.server] -= h.blocks
+	}
+	s.done = true
+	e.conc--
+}
