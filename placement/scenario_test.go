@@ -3,6 +3,7 @@ package placement_test
 import (
 	"errors"
 	"fmt"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -15,9 +16,9 @@ import (
 	"github.com/swarmllm/swarm/swarm"
 )
 
-// TestScenarios runs the scripts in testdata/ (etcd-raft interaction style):
+// runScript runs one script of testdata/ (etcd-raft interaction style):
 // each command is followed by its exact expected output. Regenerate with
-// `go test ./placement -run TestScenarios -rewrite` and review the diff by
+// `go test ./placement -rewrite` and review the diff by
 // hand against the paper before committing.
 //
 // Commands:
@@ -36,11 +37,40 @@ import (
 //	bounds sessions=R [demand=(N,...)]
 //	incremental sessions=R joiner=N fixed=(NAME=START:END,...)
 //	choose-r mean=X std=Y
-func TestScenarios(t *testing.T) {
-	datadriven.Walk(t, "testdata", func(t *testing.T, path string) {
-		h := &harness{}
-		datadriven.RunTest(t, path, h.run)
-	})
+func runScript(t *testing.T, file string) {
+	datadriven.RunTest(t, filepath.Join("testdata", file), (&harness{}).run)
+}
+
+// TestLemma3_3_ContiguousPlacement: CG-BP lays the fastest servers end to
+// end (Lemma 3.3), then fills by least capacity (Alg. 1 line 7); bounds
+// (17), (19), (B.8) on the same fleet.
+func TestLemma3_3_ContiguousPlacement(t *testing.T) { runScript(t, "lemma3_3.txt") }
+
+// TestFig5_Suboptimality: the L^2-server example of Fig. 5, L = 2 and 3,
+// CG-BP against the exhaustive optimum.
+func TestFig5_Suboptimality(t *testing.T) { runScript(t, "fig5.txt") }
+
+// TestEq18_Boundary: condition (18) feasible at equality and infeasible one
+// byte below; (19) at its boundary.
+func TestEq18_Boundary(t *testing.T) { runScript(t, "eq18.txt") }
+
+// TestPetalsBaselines: PETALS placement, "Optimized Order", "Optimized
+// Number" (Sec. 4.3) next to CG-BP.
+func TestPetalsBaselines(t *testing.T) { runScript(t, "petals.txt") }
+
+// TestIncrementalCGBP: one server joining fixed spans; ChooseR.
+func TestIncrementalCGBP(t *testing.T) { runScript(t, "incremental.txt") }
+
+// TestEveryScriptRuns guards against a script in testdata/ that no test
+// runs.
+func TestEveryScriptRuns(t *testing.T) {
+	files, err := filepath.Glob(filepath.Join("testdata", "*.txt"))
+	require.NoError(t, err)
+	var names []string
+	for _, f := range files {
+		names = append(names, filepath.Base(f))
+	}
+	require.ElementsMatch(t, []string{"lemma3_3.txt", "fig5.txt", "eq18.txt", "petals.txt", "incremental.txt"}, names)
 }
 
 type harness struct {

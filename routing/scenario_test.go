@@ -3,6 +3,7 @@ package routing_test
 import (
 	"fmt"
 	"math"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -14,9 +15,9 @@ import (
 	"github.com/swarmllm/swarm/swarm"
 )
 
-// TestScenarios runs the scripts in testdata/ (etcd-raft interaction style):
+// runScript runs one script of testdata/ (etcd-raft interaction style):
 // each command is followed by its exact expected output. Regenerate with
-// `go test ./routing -run TestScenarios -rewrite` and review the diff by
+// `go test ./routing -rewrite` and review the diff by
 // hand against the paper before committing.
 //
 // Commands:
@@ -30,11 +31,31 @@ import (
 //	chain NAME...                            check a chain (Lemma 3.1)
 //	wait server=N need=K                     t^W of eq. (20)
 //	route [algorithm=wsrr|optimized|petals]
-func TestScenarios(t *testing.T) {
-	datadriven.Walk(t, "testdata", func(t *testing.T, path string) {
-		h := &harness{}
-		datadriven.RunTest(t, path, h.run)
-	})
+func runScript(t *testing.T, file string) {
+	datadriven.RunTest(t, filepath.Join("testdata", file), (&harness{}).run)
+}
+
+// TestLemma3_1_FeasibleChain: the routing graph and feasible/infeasible
+// chains of Lemma 3.1 (eq. 3), full-range servers as single hops.
+func TestLemma3_1_FeasibleChain(t *testing.T) { runScript(t, "lemma3_1.txt") }
+
+// TestEq20_WaitingTime: waiting times t^W of eq. (20).
+func TestEq20_WaitingTime(t *testing.T) { runScript(t, "eq20.txt") }
+
+// TestWSRR_Scenario: WS-RR, the exact (21) and PETALS routing on one
+// fleet as it fills up and servers fail; the all-tokens cost (8).
+func TestWSRR_Scenario(t *testing.T) { runScript(t, "wsrr.txt") }
+
+// TestEveryScriptRuns guards against a script in testdata/ that no test
+// runs.
+func TestEveryScriptRuns(t *testing.T) {
+	files, err := filepath.Glob(filepath.Join("testdata", "*.txt"))
+	require.NoError(t, err)
+	var names []string
+	for _, f := range files {
+		names = append(names, filepath.Base(f))
+	}
+	require.ElementsMatch(t, []string{"lemma3_1.txt", "eq20.txt", "wsrr.txt"}, names)
 }
 
 type harness struct {
