@@ -109,7 +109,9 @@ func (a Algorithm) place(in placement.Input) (placement.Plan, error) {
 func (a Algorithm) router(p PetalsConfig) (func(servers []routing.Server, req routing.Request, ping [][]float64) (routing.Route, error), error) {
 	switch a.Routing {
 	case "wsrr":
-		return func(s []routing.Server, r routing.Request, _ [][]float64) (routing.Route, error) { return routing.WSRR(s, r) }, nil
+		return func(s []routing.Server, r routing.Request, _ [][]float64) (routing.Route, error) {
+			return routing.WSRR(s, r)
+		}, nil
 	case "opt-rr":
 		return func(s []routing.Server, r routing.Request, _ [][]float64) (routing.Route, error) {
 			return routing.OptimizedRR(s, r)

@@ -292,4 +292,3 @@ func Summarize(runs [][]Result) []Result {
 	}
 	return out
 }
-
