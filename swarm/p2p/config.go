@@ -1,0 +1,180 @@
+package p2p
+
+import (
+	"fmt"
+	"strings"
+
+	dht "github.com/libp2p/go-libp2p-kad-dht"
+	"github.com/libp2p/go-libp2p/core/peer"
+	ma "github.com/multiformats/go-multiaddr"
+	"github.com/spf13/pflag"
+)
+
+// DHT modes accepted by Config.DHTMode (--dht-mode).
+const (
+	// DHTModeServer answers DHT queries and advertises the node at the
+	// rendezvous: for servers that others can dial.
+	DHTModeServer = "server"
+	// DHTModeClient only queries the DHT and does not advertise the node: for
+	// clients and short-lived tools such as `swarm status`.
+	DHTModeClient = "client"
+	// DHTModeAuto starts as a server and becomes a client when AutoNAT finds
+	// the node unreachable from outside (behind a NAT).
+	DHTModeAuto = "auto"
+)
+
+// DefaultListenAddrs are the listen addresses used when Config.ListenAddrs is
+// empty: TCP and QUIC on all IPv4 and IPv6 interfaces, on random ports.
+var DefaultListenAddrs = []string{
+	"/ip4/0.0.0.0/tcp/0",
+	"/ip4/0.0.0.0/udp/0/quic-v1",
+	"/ip6/::/tcp/0",
+	"/ip6/::/udp/0/quic-v1",
+}
+
+// Config holds the common node flags; each field maps one-to-one to a flag
+// registered by AddFlags. The zero value is not valid: start from
+// DefaultConfig.
+type Config struct {
+	// ListenAddrs are the multiaddrs to listen on (--p2p-listen, repeatable),
+	// e.g. /ip4/0.0.0.0/tcp/4001 or /ip4/0.0.0.0/udp/4001/quic-v1. Empty means
+	// DefaultListenAddrs (only their TCP ones when SwarmKeyFile is set).
+	ListenAddrs []string
+	// IdentityFile is the node's private key file (--identity); it is created
+	// (Ed25519, mode 0600) on first use. Empty means a fresh key each run, so
+	// the peer id changes on every restart.
+	IdentityFile string
+	// Bootstrap are the multiaddrs of peers to join through (--bootstrap,
+	// repeatable), each ending in /p2p/PEERID. Empty makes this node the first
+	// of a new swarm.
+	Bootstrap []string
+	// SwarmKeyFile is a pre-shared key in the /key/swarm/psk/1.0.0/ format
+	// (--swarm-key); when set only nodes with the same key can connect, and
+	// only TCP is used because libp2p's QUIC does not support private networks.
+	SwarmKeyFile string
+	// DHTMode is DHTModeServer, DHTModeClient or DHTModeAuto (--dht-mode).
+	DHTMode string
+	// RelayService makes this node a circuit relay v2 for peers behind NAT
+	// (--relay-service); enable it on publicly reachable nodes only.
+	RelayService bool
+	// NATPortMap asks the home router for a port mapping with UPnP or NAT-PMP
+	// (--nat-portmap).
+	NATPortMap bool
+}
+
+// DefaultConfig returns the defaults: listen on DefaultListenAddrs, an
+// ephemeral identity, no bootstrap peers, no swarm key, DHT server mode,
+// no relay service, no NAT port mapping.
+func DefaultConfig() Config {
+	return Config{DHTMode: DHTModeServer}
+}
+
+// AddFlags registers the node flags on fs (e.g. cmd.Flags() of a cobra
+// command), with c's current values as defaults, binding them to c's fields.
+func (c *Config) AddFlags(fs *pflag.FlagSet) {
+	fs.StringSliceVar(&c.ListenAddrs, "p2p-listen", c.ListenAddrs,
+		"libp2p multiaddr to listen on, repeatable or comma-separated, e.g. /ip4/0.0.0.0/tcp/4001 or /ip4/0.0.0.0/udp/4001/quic-v1\n"+
+			"(default: TCP and QUIC on all interfaces, random ports; TCP only with --swarm-key)")
+	fs.StringVar(&c.IdentityFile, "identity", c.IdentityFile,
+		"file holding this node's private key (libp2p protobuf encoding), created with mode 0600 if missing;\n"+
+			"the key fixes the peer id. Empty: a fresh key and peer id on every run")
+	fs.StringSliceVar(&c.Bootstrap, "bootstrap", c.Bootstrap,
+		"multiaddr of a peer to join the swarm through, ending in /p2p/PEERID (see `swarm identity`),\n"+
+			"repeatable or comma-separated, e.g. /ip4/127.0.0.1/tcp/4001/p2p/12D3KooW...; unreachable peers are\n"+
+			"retried with exponential back-off. Empty: start a new swarm")
+	fs.StringVar(&c.SwarmKeyFile, "swarm-key", c.SwarmKeyFile,
+		"pre-shared key file (/key/swarm/psk/1.0.0/ format) admitting only nodes with the same key (libp2p\n"+
+			"private network). QUIC does not support private networks, so with a key only TCP is used")
+	fs.StringVar(&c.DHTMode, "dht-mode", c.DHTMode,
+		"Kademlia DHT mode: server (answer queries and advertise this node), client (query only; for\n"+
+			"clients and nodes that cannot be dialled) or auto (server until AutoNAT finds the node behind a NAT)")
+	fs.BoolVar(&c.RelayService, "relay-service", c.RelayService,
+		"act as a circuit relay for peers behind NAT (enable on publicly reachable nodes only)")
+	fs.BoolVar(&c.NATPortMap, "nat-portmap", c.NATPortMap,
+		"ask the local router for a port mapping (UPnP / NAT-PMP)")
+}
+
+// Validate checks every field without touching files and returns an error
+// wrapping ErrBadConfig naming the first bad one.
+func (c Config) Validate() error {
+	if _, err := c.listenMultiaddrs(); err != nil {
+		return err
+	}
+	if _, err := c.BootstrapPeers(); err != nil {
+		return err
+	}
+	if _, err := c.dhtMode(); err != nil {
+		return err
+	}
+	return nil
+}
+
+// listenMultiaddrs parses ListenAddrs (or the defaults) and checks each uses
+// a transport this node runs.
+func (c Config) listenMultiaddrs() ([]ma.Multiaddr, error) {
+	texts := c.ListenAddrs
+	if len(texts) == 0 {
+		for _, a := range DefaultListenAddrs {
+			if c.SwarmKeyFile != "" && strings.Contains(a, "/quic") {
+				continue
+			}
+			texts = append(texts, a)
+		}
+	}
+	addrs := make([]ma.Multiaddr, 0, len(texts))
+	for _, text := range texts {
+		a, err := ma.NewMultiaddr(strings.TrimSpace(text))
+		if err != nil {
+			return nil, fmt.Errorf("%w: --p2p-listen %q is not a multiaddr (%w); want e.g. /ip4/0.0.0.0/tcp/4001",
+				ErrBadConfig, text, err)
+		}
+		_, tcpErr := a.ValueForProtocol(ma.P_TCP)
+		_, quicErr := a.ValueForProtocol(ma.P_QUIC_V1)
+		switch {
+		case quicErr == nil && c.SwarmKeyFile != "":
+			return nil, fmt.Errorf("%w: --p2p-listen %q is QUIC, which libp2p does not support with --swarm-key (a private network); listen on /tcp only",
+				ErrBadConfig, text)
+		case tcpErr != nil && quicErr != nil:
+			return nil, fmt.Errorf("%w: --p2p-listen %q uses neither tcp nor quic-v1; want e.g. /ip4/0.0.0.0/tcp/4001 or /ip4/0.0.0.0/udp/4001/quic-v1",
+				ErrBadConfig, text)
+		}
+		addrs = append(addrs, a)
+	}
+	return addrs, nil
+}
+
+// BootstrapPeers parses Bootstrap into peer infos, merging addresses of the
+// same peer. Each address must end in /p2p/PEERID.
+func (c Config) BootstrapPeers() ([]peer.AddrInfo, error) {
+	addrs := make([]ma.Multiaddr, 0, len(c.Bootstrap))
+	for _, text := range c.Bootstrap {
+		a, err := ma.NewMultiaddr(strings.TrimSpace(text))
+		if err != nil {
+			return nil, fmt.Errorf("%w: --bootstrap %q is not a multiaddr (%w); want e.g. /ip4/127.0.0.1/tcp/4001/p2p/12D3KooW...",
+				ErrBadConfig, text, err)
+		}
+		if _, err := peer.AddrInfoFromP2pAddr(a); err != nil {
+			return nil, fmt.Errorf("%w: --bootstrap %q: %w; the address must end in /p2p/PEERID (`swarm identity` prints the peer id)",
+				ErrBadConfig, text, err)
+		}
+		addrs = append(addrs, a)
+	}
+	infos, err := peer.AddrInfosFromP2pAddrs(addrs...)
+	if err != nil {
+		return nil, fmt.Errorf("%w: --bootstrap: %w", ErrBadConfig, err)
+	}
+	return infos, nil
+}
+
+// dhtMode maps DHTMode to the kad-dht option value.
+func (c Config) dhtMode() (dht.ModeOpt, error) {
+	switch c.DHTMode {
+	case DHTModeServer:
+		return dht.ModeServer, nil
+	case DHTModeClient:
+		return dht.ModeClient, nil
+	case DHTModeAuto:
+		return dht.ModeAutoServer, nil
+	}
+	return 0, fmt.Errorf("%w: --dht-mode %q, want server, client or auto", ErrBadConfig, c.DHTMode)
+}
