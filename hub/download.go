@@ -1,0 +1,107 @@
+package hub
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/schollz/progressbar/v3"
+)
+
+// downloader fetches files for one Resolve call.
+type downloader struct {
+	client   *http.Client
+	progress io.Writer
+}
+
+// fetch downloads url into dst through a temporary file in dst's
+// directory, checking size and SHA-256 before renaming it into place.
+func (d downloader) fetch(ctx context.Context, url string, f File, dst string) (err error) {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("hub: download %s: %w", url, err)
+	}
+	dir := filepath.Dir(dst)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("hub: cache directory: %w", err)
+	}
+	tmp, err := os.CreateTemp(dir, "."+filepath.Base(dst)+".*.part")
+	if err != nil {
+		return fmt.Errorf("hub: cache directory: %w", err)
+	}
+	defer func() {
+		if err != nil {
+			tmp.Close()
+			os.Remove(tmp.Name())
+		}
+	}()
+
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return fmt.Errorf("%w: %s: %w", ErrDownload, url, err)
+	}
+	resp, err := d.client.Do(req)
+	if err != nil {
+		if ctx.Err() != nil {
+			err = ctx.Err()
+		}
+		return fmt.Errorf("%w: GET %s: %w", ErrDownload, url, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("%w: GET %s: %s", ErrDownload, url, resp.Status)
+	}
+	if resp.ContentLength >= 0 && resp.ContentLength != f.Size {
+		return fmt.Errorf("%w: GET %s: the server announces %d bytes, want %d", ErrChecksum, url, resp.ContentLength, f.Size)
+	}
+
+	sum := sha256.New()
+	sinks := []io.Writer{tmp, sum}
+	if d.progress != nil {
+		bar := progressbar.NewOptions64(f.Size,
+			progressbar.OptionSetWriter(d.progress),
+			progressbar.OptionSetDescription("downloading "+filepath.Base(dst)),
+			progressbar.OptionShowBytes(true),
+			progressbar.OptionSetWidth(30),
+			progressbar.OptionThrottle(100*time.Millisecond),
+			progressbar.OptionOnCompletion(func() { fmt.Fprintln(d.progress) }),
+		)
+		defer bar.Exit()
+		sinks = append(sinks, bar)
+	}
+	// Read at most one byte more than expected: enough to tell "too long".
+	n, err := io.Copy(io.MultiWriter(sinks...), io.LimitReader(resp.Body, f.Size+1))
+	if err != nil {
+		if ctx.Err() != nil {
+			err = ctx.Err()
+		}
+		return fmt.Errorf("%w: GET %s: after %d of %d bytes: %w", ErrDownload, url, n, f.Size, err)
+	}
+	switch {
+	case n > f.Size:
+		return fmt.Errorf("%w: GET %s: the body is longer than %d bytes", ErrChecksum, url, f.Size)
+	case n < f.Size:
+		return fmt.Errorf("%w: GET %s: the body is %d bytes, want %d", ErrChecksum, url, n, f.Size)
+	}
+	if got := hex.EncodeToString(sum.Sum(nil)); got != f.SHA256 {
+		return fmt.Errorf("%w: GET %s: sha256 %s, want %s (nothing was kept)", ErrChecksum, url, got, f.SHA256)
+	}
+	if err := tmp.Sync(); err != nil {
+		return fmt.Errorf("hub: write %s: %w", tmp.Name(), err)
+	}
+	if err := tmp.Close(); err != nil {
+		return fmt.Errorf("hub: write %s: %w", tmp.Name(), err)
+	}
+	if err := os.Chmod(tmp.Name(), 0o644); err != nil {
+		return fmt.Errorf("hub: %w", err)
+	}
+	if err := os.Rename(tmp.Name(), dst); err != nil {
+		return fmt.Errorf("hub: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,32 @@
+package hub
+
+import (
+	"os"
+	"path/filepath"
+
+	"github.com/mattn/go-isatty"
+)
+
+// OptionsFromEnv returns the Options the CLI uses, read from the process
+// environment through getenv (os.Getenv; a map lookup in tests):
+//
+//   - ModelsDir: $SWARM_MODELS, else "../shared/models" relative to the
+//     working directory when that directory exists, else empty;
+//   - Endpoint: $HF_ENDPOINT (Hugging Face's own variable), else empty
+//     (DefaultEndpoint);
+//   - CacheDir: empty (os.UserCacheDir()/swarm/models);
+//   - Progress: stderr when it is a terminal, else nil. Set it yourself to
+//     force a progress bar.
+func OptionsFromEnv(getenv func(string) string, stderr *os.File) Options {
+	opts := Options{ModelsDir: getenv("SWARM_MODELS"), Endpoint: getenv("HF_ENDPOINT")}
+	if opts.ModelsDir == "" {
+		shared := filepath.Join("..", "shared", "models")
+		if st, err := os.Stat(shared); err == nil && st.IsDir() {
+			opts.ModelsDir = shared
+		}
+	}
+	if stderr != nil && (isatty.IsTerminal(stderr.Fd()) || isatty.IsCygwinTerminal(stderr.Fd())) {
+		opts.Progress = stderr
+	}
+	return opts
+}
