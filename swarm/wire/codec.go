@@ -160,3 +160,11 @@ func parseHeader(h []byte, maxPayload int) (Type, int, error) {
 	}
 	return t, int(n), nil
 }
+
+// MaxStepPayload is the largest Step or Result payload, in bytes, for hidden
+// states of up to nTokens x dModel in any wire dtype with a session id of up
+// to MaxNameLen bytes: a receiver's natural maxPayload for a model of hidden
+// size dModel and sessions of at most nTokens tokens per step.
+func MaxStepPayload(nTokens, dModel int) int {
+	return strPrefix + MaxNameLen + 4 + 8 + tensorPrefix + 4*nTokens*dModel
+}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/swarmllm/swarm/swarm"
 	"github.com/swarmllm/swarm/swarm/wire"
 )
 
@@ -164,4 +165,18 @@ func TestDecodePassesReaderErrorsThrough(t *testing.T) {
 	require.ErrorIs(t, err, boom)
 	require.NotErrorIs(t, err, wire.ErrBadFrame, "an I/O failure is not a malformed frame")
 	require.Equal(t, wire.CodeInternal, wire.CodeOf(err))
+}
+
+func TestMaxStepPayloadIsTight(t *testing.T) {
+	const n, d = 3, 64
+	id := string(bytes.Repeat([]byte("i"), wire.MaxNameLen))
+	result := &wire.Result{SessionID: id, Compute: 1, Hidden: wire.Hidden{
+		DType: swarm.DTypeF32, NTokens: n, DModel: d, Data: make([]float32, n*d)}}
+	b, err := wire.Marshal(result)
+	require.NoError(t, err)
+	require.Len(t, b, wire.HeaderLen+wire.MaxStepPayload(n, d), "the largest frame of that shape")
+	_, err = wire.Unmarshal(b, wire.MaxStepPayload(n, d))
+	require.NoError(t, err)
+	_, err = wire.Unmarshal(b, wire.MaxStepPayload(n, d)-1)
+	require.ErrorIs(t, err, wire.ErrTooLarge)
 }

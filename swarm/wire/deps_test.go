@@ -1,0 +1,35 @@
+package wire_test
+
+import (
+	"go/parser"
+	"go/token"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// TestImports enforces the package doc: wire is pure (no net, os or time)
+// and imports no package of this repository other than swarm.
+func TestImports(t *testing.T) {
+	files, err := filepath.Glob("*.go")
+	require.NoError(t, err)
+	banned := map[string]bool{"net": true, "net/http": true, "os": true, "time": true}
+	for _, name := range files {
+		if strings.HasSuffix(name, "_test.go") {
+			continue
+		}
+		f, err := parser.ParseFile(token.NewFileSet(), name, nil, parser.ImportsOnly)
+		require.NoError(t, err)
+		for _, imp := range f.Imports {
+			path, err := strconv.Unquote(imp.Path.Value)
+			require.NoError(t, err)
+			require.False(t, banned[path], "%s imports %s", name, path)
+			if strings.HasPrefix(path, "github.com/swarmllm/swarm/") {
+				require.Equal(t, "github.com/swarmllm/swarm/swarm", path, "%s imports %s", name, path)
+			}
+		}
+	}
+}
