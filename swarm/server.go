@@ -90,6 +90,9 @@ type ServerInfo struct {
 	Model string `json:"model"`
 	// Span is the blocks hosted; [0, L) for a full-range server.
 	Span Span `json:"span"`
+	// ModelBlocks is L, the number of blocks of the whole model (so that
+	// registry readers can tell which blocks nobody serves); 0 if unknown.
+	ModelBlocks int `json:"model_blocks,omitempty"`
 	// FullRange is true for a whole-model replica (e.g. vLLM) that takes text,
 	// not hidden states.
 	FullRange bool `json:"full_range,omitempty"`
@@ -99,6 +102,9 @@ type ServerInfo struct {
 	TauI PrefillFit `json:"tau_i"`
 	// MemoryBytes is M_j, the bytes available for blocks and attention caches.
 	MemoryBytes int64 `json:"memory_bytes"`
+	// CacheBytesCapacity is the attention-cache memory in bytes: M_j minus the
+	// weights of the span, s_m * m_j (paper 003, eq. 2).
+	CacheBytesCapacity int64 `json:"cache_bytes_capacity,omitempty"`
 	// CacheBytesFree is the attention-cache memory not held by open sessions.
 	CacheBytesFree int64 `json:"cache_bytes_free"`
 	// Sessions lists the open sessions' load (paper 003 eq. 20).
