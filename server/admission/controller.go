@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"sync"
 	"time"
 
@@ -108,7 +109,8 @@ type WaitStatus struct {
 	// QueueLen is the number of requests queued, this one included.
 	QueueLen int
 	// EstimatedWait is the estimated time until admission, in seconds (see
-	// EstimateWait); -1 if unknown.
+	// EstimateWait); never negative, since every queued request fits on its
+	// own once the sessions ahead of it end.
 	EstimatedWait float64
 }
 
@@ -361,6 +363,19 @@ func (c *Controller) Drain(ctx context.Context) error {
 	case <-ctx.Done():
 		return fmt.Errorf("admission: drain: %w", ctx.Err())
 	}
+}
+
+// DurationFromSeconds converts seconds (such as a wire Open's
+// alloc_timeout) to a time.Duration, saturating at the largest Duration
+// instead of overflowing; NaN and negative values give 0.
+func DurationFromSeconds(s float64) time.Duration {
+	switch {
+	case !(s > 0):
+		return 0
+	case s >= float64(math.MaxInt64)/float64(time.Second):
+		return time.Duration(math.MaxInt64)
+	}
+	return time.Duration(s * float64(time.Second))
 }
 
 func closeOnce(ch chan struct{}) {

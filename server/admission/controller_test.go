@@ -3,6 +3,7 @@ package admission_test
 import (
 	"context"
 	"errors"
+	"math"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -383,6 +384,11 @@ func TestConcurrentAcquirers(t *testing.T) {
 				if snap.CacheBytesUsed > c.CacheBudget() || len(snap.Open) > 3 || snap.CacheBytesFree < 0 {
 					errs <- errors.New("eq. (2) or the session cap is violated")
 				}
+				for _, q := range snap.Queue {
+					if q.EstimatedWait < 0 {
+						errs <- errors.New("a queued request has a negative wait estimate")
+					}
+				}
 				g.SetRemaining(0.5)
 				g.Release()
 			}
@@ -397,4 +403,21 @@ func TestConcurrentAcquirers(t *testing.T) {
 	require.Zero(t, snap.CacheBytesUsed)
 	require.Empty(t, snap.Open)
 	require.Empty(t, snap.Queue)
+}
+
+func TestDurationFromSeconds(t *testing.T) {
+	tests := []struct {
+		in   float64
+		want time.Duration
+	}{
+		{0, 0},
+		{1.5, 1500 * time.Millisecond},
+		{-3, 0},
+		{math.NaN(), 0},
+		{1e300, time.Duration(math.MaxInt64)},
+		{math.Inf(1), time.Duration(math.MaxInt64)},
+	}
+	for _, tt := range tests {
+		require.Equal(t, tt.want, admission.DurationFromSeconds(tt.in), "%g", tt.in)
+	}
 }

@@ -36,8 +36,7 @@ type QueuedSession struct {
 	CacheBytes int64 `json:"cache_bytes"`
 	// Waited is the time it has waited so far, in seconds.
 	Waited float64 `json:"waited"`
-	// EstimatedWait is the estimated time until admission, in seconds (-1
-	// if unknown).
+	// EstimatedWait is the estimated time until admission, in seconds.
 	EstimatedWait float64 `json:"estimated_wait"`
 }
 
