@@ -1,0 +1,200 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/swarmllm/swarm/internal/testenv"
+)
+
+type simOutput struct {
+	Scenario string `json:"scenario"`
+	Results  []struct {
+		Algorithm      string             `json:"algorithm"`
+		PerToken       float64            `json:"per_token"`
+		FirstToken     float64            `json:"first_token"`
+		RemainingToken float64            `json:"remaining_token"`
+		Waiting        float64            `json:"waiting"`
+		Runtime        float64            `json:"runtime"`
+		Runs           int                `json:"runs"`
+		Blocks         map[string]float64 `json:"blocks_per_server"`
+	} `json:"results"`
+	Paper *struct {
+		Source string `json:"source"`
+	} `json:"paper"`
+}
+
+// TestSimJSONEndToEnd runs the real binary on small runs of both scenarios
+// and checks the JSON contract of issue 6.
+func TestSimJSONEndToEnd(t *testing.T) {
+	bin := testenv.SwarmBinary(t)
+	abvt := testenv.SharedFile(t, "topologies", "repetita", "2016TopologyZooUCL_unary", "Abvt.graph")
+	for _, tt := range []struct {
+		name string
+		args []string
+		l    float64
+	}{
+		{"clustered", []string{"--client-cluster", "1", "--rate", "0.5", "--output-tokens", "64"}, 64},
+		{"topology", []string{"--scenario", "topology", "--topology", abvt, "--servers", "9"}, 128},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			args := append([]string{"sim", "--json", "--runs", "2", "--requests", "12", "--algorithms", "proposed,petals"}, tt.args...)
+			cmd := exec.Command(bin, args...)
+			var stderr bytes.Buffer
+			cmd.Stderr = &stderr
+			out, err := cmd.Output()
+			require.NoError(t, err, stderr.String())
+			var got simOutput
+			require.NoError(t, json.Unmarshal(out, &got), string(out))
+			require.Len(t, got.Results, 2)
+			require.Equal(t, "proposed", got.Results[0].Algorithm)
+			require.Equal(t, "petals", got.Results[1].Algorithm)
+			for _, r := range got.Results {
+				require.Equal(t, 2, r.Runs)
+				require.Greater(t, r.PerToken, 0.0)
+				require.Greater(t, r.Runtime, 0.0, "placement + routing wall time is measured")
+				require.GreaterOrEqual(t, r.FirstToken, r.Waiting)
+				// every session: (wait + F + (l-1) D) / l, averaged
+				require.InDelta(t, r.PerToken*tt.l, r.FirstToken+(tt.l-1)*r.RemainingToken, 1e-6)
+			}
+			require.Equal(t, 53.0, got.Results[1].Blocks["A100"], "PETALS puts 53 blocks on an A100 (paper 003 Sec. 4.2)")
+			require.Nil(t, got.Paper, "the paper has no 12-request runs")
+		})
+	}
+}
+
+func TestSimBadFlagsExitStatus2(t *testing.T) {
+	bin := testenv.SwarmBinary(t)
+	cmd := exec.Command(bin, "sim", "--scenario", "ring")
+	out, err := cmd.CombinedOutput()
+	var exit *exec.ExitError
+	require.True(t, errors.As(err, &exit), "%v: %s", err, out)
+	require.Equal(t, 2, exit.ExitCode())
+	require.Contains(t, string(out), `--scenario "ring", want clustered or topology`)
+}
+
+// runSim runs `swarm ARGS...` in-process and returns stdout and the error.
+func runSim(t *testing.T, args ...string) (string, error) {
+	t.Helper()
+	root := newRootCmd()
+	var out, errOut bytes.Buffer
+	root.SetOut(&out)
+	root.SetErr(&errOut)
+	root.SetArgs(args)
+	err := root.ExecuteContext(context.Background())
+	return out.String(), err
+}
+
+func TestSimRejectsBadFlags(t *testing.T) {
+	abvt := testenv.SharedFile(t, "topologies", "repetita", "2016TopologyZooUCL_unary", "Abvt.graph")
+	for _, tt := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"algorithm", []string{"--algorithms", "proposed,magic"}, `unknown algorithm "magic"`},
+		{"client cluster", []string{"--client-cluster", "5"}, "client cluster 5"},
+		{"runs", []string{"--runs", "0"}, "--runs 0"},
+		{"rate", []string{"--rate", "-1"}, "arrival rate"},
+		{"output tokens", []string{"--output-tokens", "0"}, "output tokens"},
+		{"no topology", []string{"--scenario", "topology"}, "needs --topology"},
+		{"topology on clustered", []string{"--topology", abvt}, "--topology is for --scenario topology"},
+		{"too many servers", []string{"--scenario", "topology", "--topology", abvt, "--servers", "23"}, "want 1..22"},
+		{"eta", []string{"--scenario", "topology", "--topology", abvt, "--eta", "2"}, "--eta 2"},
+		{"file type", []string{"--scenario", "topology", "--topology", "net.txt"}, "want a Repetita .graph"},
+		{"sweep vary", []string{"sweep", "--vary", "weather"}, `--vary "weather"`},
+		{"sweep servers clustered", []string{"sweep", "--vary", "servers"}, "needs --scenario topology"},
+		{"sweep whole numbers", []string{"sweep", "--vary", "output-tokens", "--values", "64.5"}, "whole numbers"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := runSim(t, append([]string{"sim"}, tt.args...)...)
+			require.ErrorIs(t, err, errUsage)
+			require.ErrorContains(t, err, tt.want)
+		})
+	}
+	_, err := runSim(t, "sim", "--scenario", "topology", "--topology", filepath.Join(t.TempDir(), "missing.graph"))
+	require.Error(t, err)
+}
+
+// TestSimTableShowsPaperNumbers checks the table layout and that the
+// paper's Table 4 / C.7 / C.8 numbers are printed for a matching setting.
+func TestSimTableShowsPaperNumbers(t *testing.T) {
+	out, err := runSim(t, "sim", "--runs", "1", "--rate", "0.5", "--output-tokens", "64", "--algorithms", "proposed,petals")
+	require.NoError(t, err)
+	for _, want := range []string{
+		"clustered (Table 2), client in Cluster0",
+		"per-token (s)", "first token (s)", "remaining (s)",
+		"proposed / petals: per-token",
+		"paper 003 Tables 4, C.7, C.8",
+		// Table 4, Cluster0, 0.5 requests/s, l_max = 64: PETALS 6.28 (5.33)
+		"per-token 6.28 (5.33)",
+		// Table C.7, same cell: proposed first token 66.94 (73.51)
+		"first token 66.94 (73.51)",
+	} {
+		require.Contains(t, out, want)
+	}
+}
+
+func TestSimParallelRunsAreDeterministic(t *testing.T) {
+	strip := func(s string) simOutput {
+		var o simOutput
+		require.NoError(t, json.Unmarshal([]byte(s), &o))
+		for i := range o.Results {
+			o.Results[i].Runtime = 0 // wall time differs from run to run
+		}
+		return o
+	}
+	args := []string{"sim", "--json", "--runs", "4", "--requests", "30", "--rate", "0.5", "--seed", "9"}
+	one, err := runSim(t, append(args, "--parallel", "1")...)
+	require.NoError(t, err)
+	four, err := runSim(t, append(args, "--parallel", "4")...)
+	require.NoError(t, err)
+	require.Equal(t, strip(one), strip(four))
+}
+
+func TestSimSweepWritesPlot(t *testing.T) {
+	plot := filepath.Join(t.TempDir(), "rate.svg")
+	out, err := runSim(t, "sim", "sweep", "--vary", "rate", "--values", "0.1,0.5", "--runs", "1", "--requests", "10",
+		"--algorithms", "proposed,petals", "--plot", plot)
+	require.NoError(t, err)
+	require.Contains(t, out, "sweep of rate")
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	require.Len(t, lines, 5, out) // header, column names, two values, plot path
+	require.Contains(t, lines[1], "proposed (s/token)")
+	require.True(t, strings.HasPrefix(strings.TrimSpace(lines[2]), "0.1"))
+	require.True(t, strings.HasPrefix(strings.TrimSpace(lines[3]), "0.5"))
+	svg, err := os.ReadFile(plot)
+	require.NoError(t, err)
+	require.Contains(t, string(svg), "<svg")
+	require.Contains(t, string(svg), "proposed")
+	require.Contains(t, string(svg), "petals")
+
+	js, err := runSim(t, "sim", "sweep", "--vary", "output-tokens", "--values", "32,64", "--runs", "1", "--requests", "5",
+		"--algorithms", "proposed", "--json")
+	require.NoError(t, err)
+	var sweep struct {
+		Vary   string `json:"vary"`
+		Points []struct {
+			Value   float64 `json:"value"`
+			Results []struct {
+				Algorithm string  `json:"algorithm"`
+				PerToken  float64 `json:"per_token"`
+			} `json:"results"`
+		} `json:"points"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(js), &sweep))
+	require.Equal(t, "output-tokens", sweep.Vary)
+	require.Len(t, sweep.Points, 2)
+	require.Equal(t, 64.0, sweep.Points[1].Value)
+	require.Greater(t, sweep.Points[0].Results[0].PerToken, sweep.Points[1].Results[0].PerToken,
+		"the first token is amortized over more tokens at l_max = 64")
+}
