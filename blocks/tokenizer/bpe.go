@@ -41,6 +41,10 @@ type BPE struct {
 	// dummyPrefix is SentencePiece's normalizer_spec.add_dummy_prefix: a
 	// space is put before non-empty text.
 	dummyPrefix bool
+	// removeExtraSpaces is SentencePiece's
+	// normalizer_spec.remove_extra_whitespaces: leading and trailing spaces
+	// are dropped and runs of spaces become one (off for Llama 2).
+	removeExtraSpaces bool
 }
 
 var _ Tokenizer = (*BPE)(nil)

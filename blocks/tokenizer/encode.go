@@ -1,8 +1,8 @@
 package tokenizer
 
 import (
-	"container/heap"
 	"fmt"
+	"strings"
 )
 
 // Encode returns the ids of text, BOS first when addBOS (llama2.c's
@@ -15,6 +15,9 @@ func (t *BPE) Encode(text string, addBOS bool) ([]int, error) {
 	out := make([]int, 0, len(text)/3+2)
 	if addBOS {
 		out = append(out, t.bos)
+	}
+	if t.removeExtraSpaces {
+		text = collapseSpaces(text)
 	}
 	if text == "" {
 		return out, nil
@@ -31,6 +34,12 @@ func (t *BPE) Encode(text string, addBOS bool) ([]int, error) {
 		out = append(out, syms[i].id)
 	}
 	return out, nil
+}
+
+// collapseSpaces drops leading and trailing spaces and turns runs of
+// spaces into one, as SentencePiece's remove_extra_whitespaces.
+func collapseSpaces(s string) string {
+	return strings.Join(strings.FieldsFunc(s, func(r rune) bool { return r == ' ' }), " ")
 }
 
 // symbol is one token of the working sequence: a node of a doubly linked
@@ -88,24 +97,53 @@ type candidate struct {
 	id              int
 }
 
-// candidates is a max-heap by score, ties broken by the leftmost pair
-// (llama2.c scans left to right and keeps the first best score).
+// candidates is a binary max-heap of merges by score, ties broken by the
+// leftmost pair (llama2.c scans left to right and keeps the first best
+// score). Typed rather than container/heap to avoid boxing every push.
 type candidates []candidate
 
-func (h candidates) Len() int { return len(h) }
-func (h candidates) Less(i, j int) bool {
+func (h candidates) before(i, j int) bool {
 	if h[i].score != h[j].score {
 		return h[i].score > h[j].score
 	}
 	return h[i].left < h[j].left
 }
-func (h candidates) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
-func (h *candidates) Push(x any)   { *h = append(*h, x.(candidate)) }
-func (h *candidates) Pop() any {
-	old := *h
-	x := old[len(old)-1]
-	*h = old[:len(old)-1]
-	return x
+
+func (h *candidates) push(c candidate) {
+	*h = append(*h, c)
+	q := *h
+	for i := len(q) - 1; i > 0; {
+		parent := (i - 1) / 2
+		if !q.before(i, parent) {
+			break
+		}
+		q[i], q[parent] = q[parent], q[i]
+		i = parent
+	}
+}
+
+func (h *candidates) pop() candidate {
+	q := *h
+	top := q[0]
+	last := len(q) - 1
+	q[0] = q[last]
+	q = q[:last]
+	for i := 0; ; {
+		l, r, best := 2*i+1, 2*i+2, i
+		if l < len(q) && q.before(l, best) {
+			best = l
+		}
+		if r < len(q) && q.before(r, best) {
+			best = r
+		}
+		if best == i {
+			break
+		}
+		q[i], q[best] = q[best], q[i]
+		i = best
+	}
+	*h = q
+	return top
 }
 
 // merge applies best-score pair merges to syms until none applies. Symbol
@@ -124,13 +162,13 @@ func (t *BPE) merge(syms []symbol) {
 		if !ok || t.scores[id] <= minMergeScore {
 			return
 		}
-		heap.Push(&h, candidate{score: t.scores[id], left: left, right: right, leftID: a, rightID: b, id: id})
+		h.push(candidate{score: t.scores[id], left: left, right: right, leftID: a, rightID: b, id: id})
 	}
 	for i := 0; i+1 < len(syms); i++ {
 		try(i, i+1)
 	}
-	for h.Len() > 0 {
-		c := heap.Pop(&h).(candidate)
+	for len(h) > 0 {
+		c := h.pop()
 		l, r := &syms[c.left], &syms[c.right]
 		if l.dead || r.dead || l.next != c.right || l.id != c.leftID || r.id != c.rightID {
 			continue // stale: one side merged since

@@ -54,13 +54,13 @@ func TestLoadLlama2CVocabulary(t *testing.T) {
 	require.ErrorIs(t, err, ErrFormat)
 }
 
-// TestLoadLlama2CTruncated cuts tok512.bin at every length: with the
+// TestLoadLlama2CTruncated cuts tok512.bin at many lengths (cutPoints): with the
 // vocabulary size given, every cut fails with ErrFormat; reading to EOF, a
 // cut inside an entry fails and a cut between entries gives fewer entries.
 func TestLoadLlama2CTruncated(t *testing.T) {
 	data, err := os.ReadFile(testenv.SharedFile(t, "models", "stories260K", "tok512.bin"))
 	require.NoError(t, err)
-	for n := 0; n < len(data); n++ {
+	for _, n := range cutPoints(len(data)) {
 		_, err := parseLlama2C(data[:n], config{vocabSize: 512})
 		require.ErrorIs(t, err, ErrFormat, "cut at %d of %d", n, len(data))
 		tok, err := parseLlama2C(data[:n], config{})

@@ -37,7 +37,7 @@ var stories260KEncodings = []struct {
 // loadStories260KReference returns, from the shared REFERENCE.md, the 256
 // greedy ids of section 3 and section 1's text (llama2.c's published output,
 // the third-party oracle) without run.c's trailing newline.
-func loadStories260KReference(t *testing.T) (ids []int, text string) {
+func loadStories260KReference(t testing.TB) (ids []int, text string) {
 	t.Helper()
 	f, err := os.Open(testenv.SharedFile(t, "models", "stories260K", "REFERENCE.md"))
 	require.NoError(t, err)
@@ -79,7 +79,8 @@ func loadStories260KReference(t *testing.T) (ids []int, text string) {
 func TestLlama2_32kReference(t *testing.T) {
 	dir := testenv.SharedFile(t, "models", "llama2-tokenizer-32k")
 	loaders := map[string]func() (Tokenizer, error){
-		"tokenizer.bin": func() (Tokenizer, error) { return LoadLlama2C(dir + "/tokenizer.bin") },
+		"tokenizer.bin":   func() (Tokenizer, error) { return LoadLlama2C(dir + "/tokenizer.bin") },
+		"tokenizer.model": func() (Tokenizer, error) { return LoadSentencePiece(dir + "/tokenizer.model") },
 	}
 	for name, load := range loaders {
 		tok, err := load()
