@@ -1,0 +1,52 @@
+package sim
+
+import (
+	"bytes"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+func TestPaperTables(t *testing.T) {
+	// Table 4 / C.7 / C.8, Cluster1, 0.5 requests/s, l_max = 128.
+	pet, pro, ok := PaperClustered(1, 0.5, 128)
+	require.True(t, ok)
+	require.Equal(t, PaperValue{4.79, 4.58}, pet.PerToken)
+	require.Equal(t, PaperValue{489.85, 424.06}, pet.FirstToken)
+	require.Equal(t, PaperValue{0.97, 1.27}, pet.RemainingToken)
+	require.Equal(t, PaperValue{1.11, 0.83}, pro.PerToken)
+	require.Equal(t, PaperValue{65.96, 72.06}, pro.FirstToken)
+	require.Equal(t, PaperValue{0.60, 0.26}, pro.RemainingToken)
+	_, _, ok = PaperClustered(1, 0.3, 128)
+	require.False(t, ok)
+	_, _, ok = PaperClustered(4, 0.5, 128)
+	require.False(t, ok)
+
+	// Table 5 / C.9 / C.10, GTS-CE, 0.1 requests/s, l_max = 64.
+	pet, pro, ok = PaperTopology("gtsce", 0.1, 64)
+	require.True(t, ok)
+	require.Equal(t, PaperValue{7.05, 6.12}, pet.PerToken)
+	require.Equal(t, PaperValue{55.30, 62.84}, pro.FirstToken)
+	require.Equal(t, PaperValue{0.52, 0.43}, pro.RemainingToken)
+	_, _, ok = PaperTopology("Sprint", 0.1, 64)
+	require.False(t, ok)
+
+	n, a100, ok := PaperDeployment("Bellcanada")
+	require.True(t, ok)
+	require.Equal(t, [2]int{26, 5}, [2]int{n, a100})
+}
+
+func TestWriteTable(t *testing.T) {
+	var b bytes.Buffer
+	require.NoError(t, WriteTable(&b, []Result{
+		{Algorithm: "proposed", PerToken: 0.5, FirstToken: 3, RemainingToken: 0.4, R: 12, Runs: 2, UpperBound: 0.6, LowerBound: 0.3, Blocks: map[string]float64{"MIG": 4, "A100": 50}},
+		{Algorithm: "petals", PerToken: 2, FirstToken: 60, RemainingToken: 1, Runs: 2, Errors: []string{"x"}},
+		{Algorithm: "opt-rr", Errors: []string{"placement: infeasible", "again"}},
+	}))
+	out := b.String()
+	require.Contains(t, out, "A100 50.0, MIG 4.0")
+	require.Contains(t, out, "proposed / petals: per-token 0.250, first token 0.050, remaining 0.400")
+	require.Contains(t, out, "lower (B.8) 0.300 s, upper (17) 0.600 s")
+	require.Contains(t, out, "opt-rr failed in 2 run(s): placement: infeasible")
+	require.Contains(t, out, "petals failed in 1 run(s): x")
+}
