@@ -254,20 +254,41 @@ feed:
 	return sim.Summarize(runs), nil
 }
 
-// describe is the one-line scenario header of tables.
-func (s *simSetup) describe() string {
+// describe is the one-line scenario header of tables; the parameter named
+// swept (a --vary value, or "") is shown as swept instead of its value.
+func (s *simSetup) describe(swept string) string {
 	o := s.o
+	val := func(name, text string) string {
+		if name == swept {
+			return name + " swept"
+		}
+		return text
+	}
 	var where string
 	if s.top == nil {
 		c := topologies.PaperClusters()
 		where = fmt.Sprintf("clustered (Table 2), client in %s", c.Names[o.clientCluster])
 	} else {
 		lo, hi := s.top.DelayRange()
-		where = fmt.Sprintf("topology %s (%d nodes, %d directed links, link delay %.3f..%.3f ms), %d servers, eta %.2f",
-			s.top.Name, len(s.top.Nodes), len(s.top.Edges), lo*1e3, hi*1e3, o.servers, o.eta)
+		where = fmt.Sprintf("topology %s (%d nodes, %d directed links, link delay %.3f..%.3f ms), %s, %s",
+			s.top.Name, len(s.top.Nodes), len(s.top.Edges), lo*1e3, hi*1e3,
+			val("servers", fmt.Sprintf("%d servers", o.servers)), val("eta", fmt.Sprintf("eta %.2f", o.eta)))
 	}
-	return fmt.Sprintf("%s; BLOOM-176B, lI = %d, l_max = %d, rate %g/s, %d requests, %d runs, seed %d",
-		where, o.inputTokens, o.outputTokens, o.rate, o.requests, o.runs, o.seed)
+	requests := fmt.Sprintf("%d requests", o.requests)
+	if swept == "rate" {
+		requests = "requests per point shown in the JSON"
+	}
+	return fmt.Sprintf("%s; BLOOM-176B, lI = %d, %s, %s, %s, %d runs, seed %d",
+		where, o.inputTokens, val("output-tokens", fmt.Sprintf("l_max = %d", o.outputTokens)),
+		val("rate", fmt.Sprintf("rate %g/s", o.rate)), requests, o.runs, o.seed)
+}
+
+// title is a short scenario name for plots.
+func (s *simSetup) title() string {
+	if s.top == nil {
+		return fmt.Sprintf("clustered, client in Cluster%d", s.o.clientCluster)
+	}
+	return "topology " + s.top.Name
 }
 
 // paper returns the paper's numbers for this setting, if it reports any.
@@ -305,7 +326,7 @@ type paperJSON struct {
 func (s *simSetup) print(w io.Writer, res []sim.Result) error {
 	source, petals, proposed, ok := s.paper()
 	if s.o.json {
-		out := simJSON{Scenario: s.describe(), Results: res}
+		out := simJSON{Scenario: s.describe(""), Results: res}
 		if ok {
 			out.Paper = &paperJSON{Source: source, Petals: petals, Proposed: proposed}
 		}
@@ -315,7 +336,7 @@ func (s *simSetup) print(w io.Writer, res []sim.Result) error {
 			return err
 		}
 	} else {
-		fmt.Fprintln(w, s.describe())
+		fmt.Fprintln(w, s.describe(""))
 		if err := sim.WriteTable(w, res); err != nil {
 			return err
 		}
@@ -440,7 +461,7 @@ func runSweep(ctx context.Context, out, errOut io.Writer, o sweepOptions, reques
 	_ = bar.Finish()
 
 	if o.plot != "" {
-		if err := plotSweep(o.plot, o.vary, base.describeSweep(o.vary), points); err != nil {
+		if err := plotSweep(o.plot, o.vary, base.title(), points); err != nil {
 			return err
 		}
 	}
@@ -473,6 +494,13 @@ func runSweep(ctx context.Context, out, errOut io.Writer, o sweepOptions, reques
 	}
 	if err := tw.Flush(); err != nil {
 		return err
+	}
+	for _, p := range points {
+		for _, r := range p.Results {
+			if len(r.Errors) > 0 {
+				fmt.Fprintf(out, "%s at %s = %g failed in %d run(s): %s\n", r.Algorithm, o.vary, p.Value, len(r.Errors), r.Errors[0])
+			}
+		}
 	}
 	if o.plot != "" {
 		fmt.Fprintf(out, "plot written to %s\n", o.plot)
@@ -517,7 +545,7 @@ func defaultSweep(vary string, s *simSetup) ([]float64, error) {
 }
 
 func (s *simSetup) describeSweep(vary string) string {
-	return "sweep of " + vary + " from: " + s.describe()
+	return "sweep of " + vary + ": " + s.describe(vary)
 }
 
 var sweepLabels = map[string]string{
@@ -531,7 +559,7 @@ var sweepLabels = map[string]string{
 // varied parameter (paper 003 Figs. 6-9).
 func plotSweep(path, vary, title string, points []sweepPoint) error {
 	p := plot.New()
-	p.Title.Text = "Inference time per token vs " + vary
+	p.Title.Text = title + ": time per token vs " + vary
 	p.X.Label.Text = sweepLabels[vary]
 	p.Y.Label.Text = "average time per token (s)"
 	p.Legend.Top = true
@@ -551,7 +579,6 @@ func plotSweep(path, vary, title string, points []sweepPoint) error {
 	if err := plotutil.AddLinePoints(p, lines...); err != nil {
 		return fmt.Errorf("sim: plot: %w", err)
 	}
-	_ = title // the scenario goes to stdout next to the plot's path
 	if err := p.Save(7*vg.Inch, 4.5*vg.Inch, path); err != nil {
 		return fmt.Errorf("sim: plot: %w", err)
 	}
