@@ -65,7 +65,7 @@ func AppendFrame(dst []byte, f Frame) ([]byte, error) {
 		return dst, fmt.Errorf("%w: %s: %w", ErrBadFrame, f.Type(), err)
 	}
 	n := payloadLen(f)
-	if n > math.MaxUint32 {
+	if int64(n) > math.MaxUint32 {
 		return dst, fmt.Errorf("%w: %s payload of %d bytes exceeds the 2^32-1 limit", ErrBadFrame, f.Type(), n)
 	}
 	off := len(dst)
