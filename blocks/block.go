@@ -18,10 +18,17 @@ type layer struct {
 	w1       *matrix   // gate [FFNDim, DModel]
 	w2       *matrix   // down [DModel, FFNDim]
 	w3       *matrix   // up [FFNDim, DModel]
+	// stored is the block's weight bytes as stored in the model file, s_m
+	// (paper 003 eq. 2); 0 means "as held in memory" (norms as float32).
+	stored int64
 }
 
-// bytes is the storage size of the block's weights, s_m (paper 003 eq. 2).
+// bytes is the block's weight bytes: as stored in the file when known,
+// else as held in memory.
 func (l *layer) bytes() int64 {
+	if l.stored > 0 {
+		return l.stored
+	}
 	n := 4 * int64(len(l.attnNorm)+len(l.ffnNorm))
 	for _, m := range []*matrix{l.wq, l.wk, l.wv, l.wo, l.w1, l.w2, l.w3} {
 		n += m.bytes()

@@ -111,6 +111,9 @@ func openGGUF(m *Model, cfg *config, path string) error {
 	m.format = "gguf"
 	gf, err := parseGGUF(path)
 	if err != nil {
+		if terr := diagnoseTruncatedGGUF(path, err); terr != nil {
+			return terr
+		}
 		return fmt.Errorf("%w: %s: %w", ErrFormat, path, err)
 	}
 	if len(gf.SplitPaddings) > 1 {
@@ -226,4 +229,60 @@ func openGGUF(m *Model, cfg *config, path string) error {
 		m.loadTok = loadGGUFTokenizer
 	}
 	return nil
+}
+
+// diagnoseTruncatedGGUF names the first tensor that lies past the end of a
+// truncated GGUF file, or returns nil if perr is not about truncation.
+// gguf-parser-go refuses such a file before returning its tensor infos
+// ("tensor data needs N bytes but only M follow the header"), so the header
+// is parsed again from a sparse copy extended to the declared size.
+func diagnoseTruncatedGGUF(path string, perr error) error {
+	msg := perr.Error()
+	i := strings.Index(msg, "tensor data needs ")
+	if i < 0 {
+		return nil
+	}
+	var need, held int64
+	if _, err := fmt.Sscanf(msg[i:], "tensor data needs %d bytes but only %d follow the header", &need, &held); err != nil {
+		return nil
+	}
+	src, err := os.Open(path)
+	if err != nil {
+		return nil
+	}
+	defer src.Close()
+	st, err := src.Stat()
+	headerEnd := st.Size() - held
+	if err != nil || held < 0 || headerEnd < 0 || need < held || need > 1<<50 {
+		return nil
+	}
+	tmp, err := os.CreateTemp("", "swarm-gguf-header-*.gguf")
+	if err != nil {
+		return nil
+	}
+	defer os.Remove(tmp.Name())
+	_, err = io.Copy(tmp, io.NewSectionReader(src, 0, headerEnd))
+	if err == nil {
+		err = tmp.Truncate(headerEnd + need)
+	}
+	if cerr := tmp.Close(); err != nil || cerr != nil {
+		return nil
+	}
+	gf, err := parseGGUF(tmp.Name())
+	if err != nil {
+		return nil
+	}
+	var first *gguf.GGUFTensorInfo
+	for k := range gf.TensorInfos {
+		ti := &gf.TensorInfos[k]
+		if int64(ti.Offset+ti.Bytes()) > held && (first == nil || ti.Offset < first.Offset) {
+			first = ti
+		}
+	}
+	if first == nil {
+		return nil
+	}
+	start := headerEnd + int64(first.Offset)
+	return fmt.Errorf("%w: %s: tensor %s needs bytes %d..%d but the file has %d bytes (truncated?)",
+		ErrFormat, path, first.Name, start, start+int64(first.Bytes()), st.Size())
 }

@@ -147,7 +147,7 @@ func Open(path string, opts ...Option) (*Model, error) {
 	switch {
 	case st.IsDir():
 		err = openHF(m, &cfg, path)
-	case isGGUF(path):
+	case isGGUF(path) || filepath.Ext(path) == ".gguf":
 		err = openGGUF(m, &cfg, path)
 	case filepath.Ext(path) == ".bin":
 		err = openLlama2C(m, &cfg, path)
@@ -307,6 +307,9 @@ func (m *Model) LoadSpan(span swarm.Span) (Engine, error) {
 func (m *Model) loadLayer(b int) (*layer, error) {
 	ts := &m.layers[b]
 	l := &layer{}
+	for _, t := range ts {
+		l.stored += t.bytes()
+	}
 	var err error
 	if l.attnNorm, err = m.readVector(ts[tAttnNorm]); err != nil {
 		return nil, err

@@ -53,7 +53,7 @@ func parseSafetensorsHeader(b []byte, dataSize int64) (map[string]stTensor, erro
 			return nil, fmt.Errorf("tensor %s: %w", name, err)
 		}
 		if len(t.DataOffsets) != 2 || t.DataOffsets[0] < 0 || t.DataOffsets[1] < t.DataOffsets[0] || t.DataOffsets[1] > dataSize {
-			return nil, fmt.Errorf("tensor %s: data_offsets %v, want [begin, end] with 0 <= begin <= end <= %d (the data size)",
+			return nil, fmt.Errorf("tensor %s: data_offsets %v, want [begin, end] with 0 <= begin <= end <= %d (the data size; truncated file?)",
 				name, t.DataOffsets, dataSize)
 		}
 		if dt, ok := stDTypes[t.DType]; ok {

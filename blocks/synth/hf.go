@@ -193,3 +193,46 @@ func writeJSON(path string, v any) error {
 	}
 	return nil
 }
+
+// HFValues returns the values of one tensor by its Hugging Face name
+// ("model.embed_tokens.weight", "model.layers.3.self_attn.q_proj.weight",
+// "model.norm.weight", "lm_head.weight"), in Hugging Face layout (q/k rows in
+// rotate-half order), row-major [rows, cols], exactly as WriteHF stores them
+// (widened to float32), together with the shape [rows, cols] (rows = 1 for a
+// norm vector). It is the oracle for tests that recompute the model
+// independently.
+func HFValues(c Config, name string) (values []float32, rows, cols int, err error) {
+	if err := c.Validate(); err != nil {
+		return nil, 0, 0, err
+	}
+	c = c.withDefaults()
+	var t tensor
+	switch name {
+	case "model.embed_tokens.weight":
+		t = c.globalTensor(kEmbed)
+	case "model.norm.weight":
+		t = c.globalTensor(kNorm)
+	case "lm_head.weight":
+		t = c.globalTensor(kOutput)
+		if c.Tied {
+			t = c.globalTensor(kEmbed)
+		}
+	default:
+		var b int
+		var rest string
+		if _, err := fmt.Sscanf(name, "model.layers.%d.%s", &b, &rest); err != nil || b < 0 || b >= c.Layers {
+			return nil, 0, 0, fmt.Errorf("%w: no tensor %q", ErrConfig, name)
+		}
+		k := -1
+		for i, n := range hfNames {
+			if rest == n+".weight" {
+				k = i
+			}
+		}
+		if k < 0 {
+			return nil, 0, 0, fmt.Errorf("%w: no tensor %q", ErrConfig, name)
+		}
+		t = c.blockTensor(b, k)
+	}
+	return c.values(t), t.rows, t.cols, nil
+}

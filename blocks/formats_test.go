@@ -1,0 +1,276 @@
+package blocks_test
+
+import (
+	"fmt"
+	"math"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/swarmllm/swarm/blocks"
+	"github.com/swarmllm/swarm/blocks/synth"
+	"github.com/swarmllm/swarm/swarm"
+)
+
+// testTokens is a token sequence for logits comparisons (ids < 320).
+var testTokens = []int{1, 300, 5, 17, 259, 260, 42, 311, 2, 100}
+
+func smallConfig(dt swarm.DType) synth.Config {
+	c := synth.DefaultConfig()
+	c.Layers = 3
+	c.Seed = 11
+	c.DType = dt
+	return c
+}
+
+// TestSynthFormatsAgree writes one synthesized model as an HF directory
+// (single file and sharded), GGUF and llama2.c v0/v1 and requires identical
+// logits from all of them: the weights are the same numbers in every file
+// (f16/bf16 values widened exactly to float32 in llama2.c), the q/k rows are
+// permuted by the writers the way llama.cpp's and llama2.c's converters do,
+// and the kernels compute an f16 or bf16 row exactly as the f32 row of the
+// same values.
+func TestSynthFormatsAgree(t *testing.T) {
+	for _, dt := range []swarm.DType{swarm.DTypeF32, swarm.DTypeF16, swarm.DTypeBF16} {
+		t.Run(dt.String(), func(t *testing.T) {
+			c := smallConfig(dt)
+			paths := synthFiles(t, c)
+			want := logitsOf(t, load(t, paths["hf"]), testTokens)
+			for _, name := range []string{"hf-sharded", "gguf", "llama2c-v0", "llama2c-v1"} {
+				l := load(t, paths[name])
+				info := l.model.Info()
+				require.Equal(t, c.Layers, info.NBlocks, name)
+				require.Equal(t, c.Dim, info.DModel, name)
+				require.Equal(t, c.Heads, info.NHeads, name)
+				require.Equal(t, c.KVHeads, info.NKVHeads, name)
+				require.Equal(t, c.FFN, info.FFNDim, name)
+				require.Equal(t, c.Vocab, info.Vocab, name)
+				require.Equal(t, want, logitsOf(t, l, testTokens), name)
+			}
+		})
+	}
+}
+
+// TestSynthQ8_0 compares a Q8_0 GGUF with the float32 llama2.c file of the
+// same (dequantized) weights: the kernels sum in a different order, so
+// they agree to float32 rounding, not bit for bit.
+func TestSynthQ8_0(t *testing.T) {
+	c := smallConfig(swarm.DTypeQ8_0)
+	paths := synthFiles(t, c)
+	q8 := load(t, paths["gguf"])
+	require.Equal(t, swarm.DTypeQ8_0, q8.model.Info().DType)
+	want := logitsOf(t, load(t, paths["llama2c-v0"]), testTokens)
+	got := logitsOf(t, q8, testTokens)
+	for i := range want {
+		require.InDeltaSlice(t, want[i], got[i], 2e-4, "position %d", i)
+	}
+}
+
+// TestEngineMatchesNaiveReference recomputes the synthesized model with a
+// naive float64 implementation that works directly on the Hugging Face
+// layout (rotate-half RoPE, transformers' modeling_llama) and compares the
+// logits of the HF directory and the GGUF file with it. This checks the
+// engine's math and the q/k permutation against an independent oracle.
+func TestEngineMatchesNaiveReference(t *testing.T) {
+	c := smallConfig(swarm.DTypeF32)
+	c.Heads, c.KVHeads = 8, 2 // 4 query heads per KV head
+	paths := synthFiles(t, c)
+	want := naiveLogits(t, c, testTokens)
+	for _, name := range []string{"hf", "gguf"} {
+		got := logitsOf(t, load(t, paths[name]), testTokens)
+		for i := range want {
+			for j := range want[i] {
+				require.InDelta(t, want[i][j], got[i][j], 1e-4, "%s: position %d logit %d", name, i, j)
+			}
+		}
+	}
+}
+
+// naiveLogits is a direct float64 transcription of a Llama forward pass
+// over HF-layout weights, one token at a time.
+func naiveLogits(t *testing.T, c synth.Config, tokens []int) [][]float64 {
+	get := func(name string) ([]float64, int, int) {
+		v, rows, cols, err := synth.HFValues(c, name)
+		require.NoError(t, err)
+		out := make([]float64, len(v))
+		for i, x := range v {
+			out[i] = float64(x)
+		}
+		return out, rows, cols
+	}
+	matvec := func(w []float64, rows, cols int, x []float64) []float64 {
+		y := make([]float64, rows)
+		for r := range rows {
+			for j := range cols {
+				y[r] += w[r*cols+j] * x[j]
+			}
+		}
+		return y
+	}
+	rmsnorm := func(x, w []float64) []float64 {
+		var ss float64
+		for _, v := range x {
+			ss += v * v
+		}
+		s := 1 / math.Sqrt(ss/float64(len(x))+c.NormEps)
+		out := make([]float64, len(x))
+		for i := range x {
+			out[i] = w[i] * x[i] * s
+		}
+		return out
+	}
+	hd := c.Dim / c.Heads
+	ropeHF := func(v []float64, heads, pos int) {
+		for h := range heads {
+			x := v[h*hd : (h+1)*hd]
+			for i := range hd / 2 {
+				a := float64(pos) / math.Pow(c.RopeTheta, float64(2*i)/float64(hd))
+				x1, x2 := x[i], x[i+hd/2]
+				x[i] = x1*math.Cos(a) - x2*math.Sin(a)
+				x[i+hd/2] = x2*math.Cos(a) + x1*math.Sin(a)
+			}
+		}
+	}
+	embed, _, _ := get("model.embed_tokens.weight")
+	keys := make([][][]float64, c.Layers)
+	vals := make([][][]float64, c.Layers)
+	var out [][]float64
+	for pos, tok := range tokens {
+		x := append([]float64(nil), embed[tok*c.Dim:(tok+1)*c.Dim]...)
+		for b := range c.Layers {
+			p := fmt.Sprintf("model.layers.%d.", b)
+			an, _, _ := get(p + "input_layernorm.weight")
+			xb := rmsnorm(x, an)
+			wq, qr, qc := get(p + "self_attn.q_proj.weight")
+			wk, kr, kc := get(p + "self_attn.k_proj.weight")
+			wv, vr, vc := get(p + "self_attn.v_proj.weight")
+			q, k, v := matvec(wq, qr, qc, xb), matvec(wk, kr, kc, xb), matvec(wv, vr, vc, xb)
+			ropeHF(q, c.Heads, pos)
+			ropeHF(k, c.KVHeads, pos)
+			keys[b] = append(keys[b], k)
+			vals[b] = append(vals[b], v)
+			att := make([]float64, c.Heads*hd)
+			for h := range c.Heads {
+				kvh := h / (c.Heads / c.KVHeads)
+				scores := make([]float64, pos+1)
+				m := math.Inf(-1)
+				for j := range scores {
+					for i := range hd {
+						scores[j] += q[h*hd+i] * keys[b][j][kvh*hd+i]
+					}
+					scores[j] /= math.Sqrt(float64(hd))
+					m = max(m, scores[j])
+				}
+				var sum float64
+				for j := range scores {
+					scores[j] = math.Exp(scores[j] - m)
+					sum += scores[j]
+				}
+				for j := range scores {
+					for i := range hd {
+						att[h*hd+i] += scores[j] / sum * vals[b][j][kvh*hd+i]
+					}
+				}
+			}
+			wo, or, oc := get(p + "self_attn.o_proj.weight")
+			for i, v := range matvec(wo, or, oc, att) {
+				x[i] += v
+			}
+			fn, _, _ := get(p + "post_attention_layernorm.weight")
+			xb = rmsnorm(x, fn)
+			w1, r1, c1 := get(p + "mlp.gate_proj.weight")
+			w3, r3, c3 := get(p + "mlp.up_proj.weight")
+			w2, r2, c2 := get(p + "mlp.down_proj.weight")
+			g, u := matvec(w1, r1, c1, xb), matvec(w3, r3, c3, xb)
+			for i := range g {
+				g[i] = g[i] / (1 + math.Exp(-g[i])) * u[i]
+			}
+			for i, v := range matvec(w2, r2, c2, g) {
+				x[i] += v
+			}
+		}
+		norm, _, _ := get("model.norm.weight")
+		head, hr, hc := get("lm_head.weight")
+		out = append(out, matvec(head, hr, hc, rmsnorm(x, norm)))
+	}
+	return out
+}
+
+// TestPartialLoadReadsOnlySpan loads a 2-block span of a synthesized
+// 32-block model through a byte-counting File and requires that exactly the
+// bytes of those two blocks were read (the headers were read by Open), and
+// that LoadHead reads exactly the embeddings, final norm and LM head.
+func TestPartialLoadReadsOnlySpan(t *testing.T) {
+	c := synth.DefaultConfig()
+	c.Layers = 32
+	c.Dim, c.FFN, c.Heads, c.KVHeads = 32, 64, 4, 2
+	c.DType = swarm.DTypeF16
+	paths := synthFiles(t, c)
+	for _, name := range []string{"hf", "hf-sharded", "gguf", "llama2c-v0", "llama2c-v1"} {
+		t.Run(name, func(t *testing.T) {
+			counter := &byteCounter{counts: map[string]int64{}}
+			m, err := blocks.Open(paths[name], blocks.WithOpenFile(counter.open))
+			require.NoError(t, err)
+			defer m.Close()
+			info := m.Info()
+			headers := counter.total()
+			require.Less(t, headers, int64(64<<10), "Open should read only headers")
+
+			e, err := m.LoadSpan(swarm.Span{Start: 5, End: 7})
+			require.NoError(t, err)
+			defer e.Close()
+			spanBytes := counter.total() - headers
+			require.Equal(t, 2*info.BlockBytes, spanBytes)
+			require.Equal(t, 2*info.BlockBytes, e.WeightBytes())
+
+			_, err = m.LoadHead()
+			require.NoError(t, err)
+			headBytes := counter.total() - headers - spanBytes
+			elems := int64(info.Vocab * info.DModel)
+			embedBytes := info.DType.Bytes(elems)
+			if name != "gguf" && name != "hf" && name != "hf-sharded" {
+				embedBytes = 4 * elems // llama2.c is float32
+			}
+			normBytes := int64(4 * info.DModel)
+			if name == "hf" || name == "hf-sharded" {
+				normBytes = info.DType.Bytes(int64(info.DModel))
+			}
+			require.Equal(t, 2*embedBytes+normBytes, headBytes, "embedding + untied LM head + final norm: %d %d %+v", embedBytes, normBytes, info)
+		})
+	}
+}
+
+// TestSpanChainEqualsWhole runs the model as two engines over [0, 1) and
+// [1, 3) in a chain and requires the same hidden states as one engine over
+// [0, 3), and the same from a session over a sub-span of a larger engine.
+func TestSpanChainEqualsWhole(t *testing.T) {
+	c := smallConfig(swarm.DTypeF16)
+	paths := synthFiles(t, c)
+	m, err := blocks.Open(paths["gguf"])
+	require.NoError(t, err)
+	defer m.Close()
+	whole, err := m.LoadSpan(swarm.Span{Start: 0, End: 3})
+	require.NoError(t, err)
+	first, err := m.LoadSpan(swarm.Span{Start: 0, End: 1})
+	require.NoError(t, err)
+	head, err := m.LoadHead()
+	require.NoError(t, err)
+	x, err := head.Embed(testTokens)
+	require.NoError(t, err)
+	n := len(testTokens)
+
+	sw, err := whole.NewSession(whole.Span(), n)
+	require.NoError(t, err)
+	want, err := sw.Forward(0, x, n)
+	require.NoError(t, err)
+
+	s1, err := first.NewSession(first.Span(), n)
+	require.NoError(t, err)
+	s2, err := whole.NewSession(swarm.Span{Start: 1, End: 3}, n)
+	require.NoError(t, err)
+	h, err := s1.Forward(0, x, n)
+	require.NoError(t, err)
+	got, err := s2.Forward(0, h, n)
+	require.NoError(t, err)
+	require.Equal(t, want, got)
+}

@@ -1,0 +1,139 @@
+package blocks
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/swarmllm/swarm/swarm"
+)
+
+// randomMatrix fills a [rows, cols] matrix of dtype dt with N(0, 1) values
+// (Q8_0: quantized by ggml's reference rule).
+func randomMatrix(rng *rand.Rand, rows, cols int, dt swarm.DType) *matrix {
+	m, err := newMatrix(rows, cols, dt)
+	if err != nil {
+		panic(err)
+	}
+	for r := range rows {
+		row := make([]float32, cols)
+		for i := range row {
+			row[i] = float32(rng.NormFloat64())
+		}
+		switch dt {
+		case swarm.DTypeF32:
+			copy(m.f32[r*cols:], row)
+		case swarm.DTypeF16:
+			for i, v := range row {
+				m.u16[r*cols+i] = f32ToF16(v)
+			}
+		case swarm.DTypeBF16:
+			for i, v := range row {
+				m.u16[r*cols+i] = f32ToBF16(v)
+			}
+		case swarm.DTypeQ8_0:
+			rb := m.rowBytes()
+			dst := m.q8[r*rb : (r+1)*rb]
+			for b := range cols / q8BlockSize {
+				blk := row[b*q8BlockSize : (b+1)*q8BlockSize]
+				var amax float32
+				for _, v := range blk {
+					amax = max(amax, float32(math.Abs(float64(v))))
+				}
+				d := amax / 127
+				binary.LittleEndian.PutUint16(dst[b*q8BlockBytes:], f32ToF16(d))
+				for j, v := range blk {
+					dst[b*q8BlockBytes+2+j] = byte(int8(math.Round(float64(v / d))))
+				}
+			}
+		}
+	}
+	return m
+}
+
+// TestDotKernels compares every kernel, including the assembly ones, with a
+// float64 dot product of the dequantized row, for lengths around the SIMD
+// widths and a 7B-sized row.
+func TestDotKernels(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	for _, dt := range []swarm.DType{swarm.DTypeF32, swarm.DTypeF16, swarm.DTypeBF16, swarm.DTypeQ8_0} {
+		for _, n := range []int{0, 1, 3, 7, 8, 9, 15, 16, 17, 31, 32, 33, 63, 64, 65, 127, 128, 129, 4096, 11008} {
+			if dt == swarm.DTypeQ8_0 && n%q8BlockSize != 0 {
+				continue
+			}
+			t.Run(fmt.Sprintf("%v/%d", dt, n), func(t *testing.T) {
+				m := randomMatrix(rng, 1, n, dt)
+				x := make([]float32, n+5) // longer x: kernels use only the row's length
+				for i := range x {
+					x[i] = float32(rng.NormFloat64())
+				}
+				row := make([]float32, n)
+				m.rowF32(0, row)
+				var want, mag float64
+				for i := range n {
+					want += float64(row[i]) * float64(x[i])
+					mag += math.Abs(float64(row[i]) * float64(x[i]))
+				}
+				tol := 1e-6 * (mag + 1)
+				require.InDelta(t, want, float64(m.dotRow(0, x)), tol)
+				switch dt { // the portable versions too, where assembly replaced them
+				case swarm.DTypeF32:
+					require.InDelta(t, want, float64(dotF32Go(m.f32, x)), tol)
+				case swarm.DTypeF16:
+					require.InDelta(t, want, float64(dotF16Go(m.u16, x)), tol)
+				}
+			})
+		}
+	}
+}
+
+// TestMulMatsPrefillEqualsDecode checks that the n-token path of mulMats
+// computes each output exactly as the single-token path.
+func TestMulMatsPrefillEqualsDecode(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	for _, dt := range []swarm.DType{swarm.DTypeF32, swarm.DTypeF16, swarm.DTypeBF16, swarm.DTypeQ8_0} {
+		a := randomMatrix(rng, 300, 256, dt)
+		b := randomMatrix(rng, 77, 256, dt)
+		const n = 5
+		x := make([]float32, n*256)
+		for i := range x {
+			x[i] = float32(rng.NormFloat64())
+		}
+		ya, yb := make([]float32, n*300), make([]float32, n*77)
+		mulMats([][]float32{ya, yb}, []*matrix{a, b}, x, n)
+		for tk := range n {
+			za, zb := make([]float32, 300), make([]float32, 77)
+			mulMats([][]float32{za, zb}, []*matrix{a, b}, x[tk*256:(tk+1)*256], 1)
+			require.Equal(t, za, ya[tk*300:(tk+1)*300], "%v token %d", dt, tk)
+			require.Equal(t, zb, yb[tk*77:(tk+1)*77], "%v token %d", dt, tk)
+		}
+	}
+}
+
+// TestParallelFor checks that every index is visited exactly once for
+// sizes below and above the parallel threshold.
+func TestParallelFor(t *testing.T) {
+	for _, n := range []int{0, 1, 2, 100, 4096, 100003} {
+		seen := make([]int32, n)
+		parallelFor(n, 64, func(lo, hi int) {
+			for i := lo; i < hi; i++ {
+				seen[i]++
+			}
+		})
+		for i, v := range seen {
+			require.Equal(t, int32(1), v, "n=%d index %d", n, i)
+		}
+	}
+}
+
+// TestHFPermutation checks the permutation against llama.cpp's
+// reshape(n_head, 2, hd/2, cols).swapaxes(1, 2) on a small case by hand:
+// head size 4: new rows [0 2 1 3] of each head.
+func TestHFPermutation(t *testing.T) {
+	require.Equal(t, []int{0, 2, 1, 3, 4, 6, 5, 7}, hfPermutation(2, 4))
+	require.Equal(t, []int{0, 3, 1, 4, 2, 5}, hfPermutation(1, 6))
+}
