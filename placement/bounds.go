@@ -78,10 +78,13 @@ func PoissonLoad(arrivalRate, sessionTime float64) (mean, std float64) {
 
 // ChooseR picks the design parameter R as paper 003 does after Corollary
 // 3.6: the mean plus one standard deviation of the number of new sessions
-// during one session, capped by (19). The sum is rounded to the nearest
-// integer as in the authors' simulator (test_general_case_online.m), is at
-// least 1, and is also capped by LargestFeasibleSessions so that CG-BP stays
-// feasible when Server.MaxBlocks caps bind (with no caps (19) implies 18).
+// during one session (see PoissonLoad), capped by (19). The sum is rounded
+// to the nearest integer as in the authors' simulator
+// (test_general_case_online.m) and is at least 1. The (19) cap applies only
+// when (19) is at least 1 (it is a sufficient condition and can be 0 for a
+// fleet that is feasible for small R); R is also capped by
+// LargestFeasibleSessions so that CG-BP stays feasible when
+// Server.MaxBlocks caps bind (without caps (19) implies (18)).
 // in.Sessions is ignored. It returns an error wrapping ErrInfeasible when
 // not even R = 1 satisfies (18), and ErrBadInput for bad input.
 func ChooseR(in Input, mean, std float64) (int, error) {

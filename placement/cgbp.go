@@ -168,8 +168,9 @@ type greedyState struct {
 	r int
 	c []int     // C_b: total capacity f_j of servers hosting block b
 	v []float64 // V_b: amortized time of the served part of T_b
-	// scratch for line 7
-	win, best []int
+	// scratch for line 7: distinct C values, each block's rank among
+	// them, and histograms of ranks for the current and best windows
+	vals, rank, win, best []int
 }
 
 func newGreedyState(l, r int) *greedyState {
@@ -211,20 +212,35 @@ func (st *greedyState) choose(m int) int {
 		return bestA
 	}
 	// line 7: argmin over windows of the sorted tuple (C_a..C_{a+m-1}) in
-	// lexicographic order; ties go to the smallest a.
-	st.win = append(st.win[:0], st.c[:m]...)
-	slices.Sort(st.win)
+	// lexicographic order; ties go to the smallest a. Two sorted tuples of
+	// the same length compare like their histograms over the distinct
+	// values of C: at the smallest value whose counts differ, the tuple
+	// holding more copies is the smaller one. Histograms slide in O(1).
+	st.vals = append(st.vals[:0], st.c...)
+	slices.Sort(st.vals)
+	st.vals = slices.Compact(st.vals)
+	d := len(st.vals)
+	st.rank = slices.Grow(st.rank[:0], l)[:l]
+	for b, c := range st.c {
+		st.rank[b], _ = slices.BinarySearch(st.vals, c)
+	}
+	st.win = append(st.win[:0], make([]int, d)...)
+	for b := 0; b < m; b++ {
+		st.win[st.rank[b]]++
+	}
 	st.best = append(st.best[:0], st.win...)
 	bestA := 0
 	for a := 1; a+m <= l; a++ {
-		// slide: drop C_{a-1}, insert C_{a+m-1}, keeping win sorted
-		i, _ := slices.BinarySearch(st.win, st.c[a-1])
-		st.win = slices.Delete(st.win, i, i+1)
-		k, _ := slices.BinarySearch(st.win, st.c[a+m-1])
-		st.win = slices.Insert(st.win, k, st.c[a+m-1])
-		if slices.Compare(st.win, st.best) < 0 {
-			st.best = append(st.best[:0], st.win...)
-			bestA = a
+		st.win[st.rank[a-1]]--
+		st.win[st.rank[a+m-1]]++
+		for r := range d {
+			if st.win[r] != st.best[r] {
+				if st.win[r] > st.best[r] {
+					copy(st.best, st.win)
+					bestA = a
+				}
+				break
+			}
 		}
 	}
 	return bestA

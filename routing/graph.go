@@ -75,16 +75,32 @@ func NewGraph(spans []swarm.Span, blocks int) (*Graph, error) {
 	for i := range n {
 		from = append(from, i)
 	}
+	// count the edges first so that they share one backing array
+	count := 0
 	for _, i := range from {
 		e := g.end(i)
 		for j, s := range spans {
 			if j != i && s.Start <= e && e < s.End {
-				g.Out[i] = append(g.Out[i], Edge{From: i, To: j, Blocks: swarm.Span{Start: e, End: s.End}})
+				count++
 			}
 		}
 		if i != g.Source() && e == blocks {
-			g.Out[i] = append(g.Out[i], Edge{From: i, To: g.Sink(), Blocks: swarm.Span{Start: blocks, End: blocks}})
+			count++
 		}
+	}
+	edges := make([]Edge, 0, count)
+	for _, i := range from {
+		e := g.end(i)
+		first := len(edges)
+		for j, s := range spans {
+			if j != i && s.Start <= e && e < s.End {
+				edges = append(edges, Edge{From: i, To: j, Blocks: swarm.Span{Start: e, End: s.End}})
+			}
+		}
+		if i != g.Source() && e == blocks {
+			edges = append(edges, Edge{From: i, To: g.Sink(), Blocks: swarm.Span{Start: blocks, End: blocks}})
+		}
+		g.Out[i] = edges[first:len(edges):len(edges)]
 	}
 	g.topo = make([]int, n)
 	for i := range n {

@@ -142,6 +142,13 @@ func WaitTime(s Server, need int, now float64) float64 {
 	return w.wait(need)
 }
 
+// zeroRemain and zeroAfter are the (read-only) waiter tables of a server
+// without open sessions: T_0 = 0 and nothing held.
+var (
+	zeroRemain = [1]float64{0}
+	zeroAfter  = [1]int{0}
+)
+
 // waiter precomputes eq. (20) for one server.
 type waiter struct {
 	slots  int
@@ -152,6 +159,10 @@ type waiter struct {
 func newWaiter(s Server, now float64) waiter {
 	w := waiter{slots: s.CacheSlots}
 	if s.CacheSlots < 0 {
+		return w
+	}
+	if len(s.Sessions) == 0 {
+		w.remain, w.after = zeroRemain[:], zeroAfter[:]
 		return w
 	}
 	elapsed := now - s.AsOf
@@ -249,4 +260,35 @@ func validate(servers []Server, req Request) error {
 		}
 	}
 	return nil
+}
+
+// FromServerInfo builds the routing view of a server from what it
+// advertises (swarm.ServerInfo) and what this client measured:
+//
+//   - CacheSlots = floor((M_j - s_m m_j) / s_c) (eq. 20), with s_m =
+//     model.BlockBytes and s_c = model.CacheBytes(maxLength), maxLength
+//     being l^I_max + l_max in tokens; UnlimitedCache for a full-range
+//     replica (it admits sessions itself) or when MemoryBytes is unknown (0);
+//   - TauPrefill = info.TauI.At(inputLength) (tau^I_j(l^I_max));
+//   - RTT and RTTPrefill are this client's measurements, in seconds;
+//   - asOf is when the client read info.Sessions, in seconds on the clock
+//     it will pass as Request.Now.
+func FromServerInfo(info swarm.ServerInfo, model swarm.ModelInfo, maxLength, inputLength int, rtt, rttPrefill, asOf float64) Server {
+	s := Server{
+		Name:       info.ID,
+		Span:       info.Span,
+		Tau:        info.Tau,
+		RTT:        rtt,
+		TauPrefill: info.TauI.At(inputLength),
+		RTTPrefill: rttPrefill,
+		CacheSlots: UnlimitedCache,
+		Sessions:   info.Sessions,
+		AsOf:       asOf,
+	}
+	cache := model.CacheBytes(maxLength)
+	if !info.FullRange && info.MemoryBytes > 0 && cache > 0 {
+		free := info.MemoryBytes - model.BlockBytes*int64(info.Span.Len())
+		s.CacheSlots = int(max(free, 0) / cache)
+	}
+	return s
 }

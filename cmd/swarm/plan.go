@@ -79,7 +79,9 @@ Columns: SESSIONS f_j is eq. (15), the sessions a server holds when each uses
 all its blocks; CACHE SLOTS is the block attention caches it admits (memory
 left after the blocks; for the PETALS family, PETALS' fixed budget).
 
-Spans are 0-based and half-open ("0:41" is blocks 0..40). An infeasible fleet
+The lower bound (B.8) is averaged over R sessions split evenly across the
+clients (the first clients get the remainder); --algorithm optimal uses the
+same split. Spans are 0-based and half-open ("0:41" is blocks 0..40). An infeasible fleet
 is not an error: the output says so (feasible: false) and the command exits 0.
 
 Examples:
