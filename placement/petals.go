@@ -137,11 +137,18 @@ func petalsPlace(in Input, name string, order []int, blocks []int) Plan {
 			continue
 		}
 		plan.Order = append(plan.Order, j)
-		bestA := -1
-		for a := 0; a+m <= l; a++ {
-			win = append(win[:0], throughput[a:a+m]...)
-			slices.Sort(win)
-			if bestA < 0 || slices.Compare(win, best) < 0 {
+		// slide a sorted copy of the window: drop the block leaving,
+		// insert the block entering
+		win = append(win[:0], throughput[:m]...)
+		slices.Sort(win)
+		best = append(best[:0], win...)
+		bestA := 0
+		for a := 1; a+m <= l; a++ {
+			i, _ := slices.BinarySearch(win, throughput[a-1])
+			win = slices.Delete(win, i, i+1)
+			k, _ := slices.BinarySearch(win, throughput[a+m-1])
+			win = slices.Insert(win, k, throughput[a+m-1])
+			if slices.Compare(win, best) < 0 {
 				best = append(best[:0], win...)
 				bestA = a
 			}
