@@ -37,17 +37,23 @@ type simOutput struct {
 // and checks the JSON contract of issue 6.
 func TestSimJSONEndToEnd(t *testing.T) {
 	bin := testenv.SwarmBinary(t)
-	abvt := testenv.SharedFile(t, "topologies", "repetita", "2016TopologyZooUCL_unary", "Abvt.graph")
+	abvt := func(t *testing.T) string {
+		return testenv.SharedFile(t, "topologies", "repetita", "2016TopologyZooUCL_unary", "Abvt.graph")
+	}
 	for _, tt := range []struct {
 		name string
-		args []string
+		args func(t *testing.T) []string
 		l    float64
 	}{
-		{"clustered", []string{"--client-cluster", "1", "--rate", "0.5", "--output-tokens", "64"}, 64},
-		{"topology", []string{"--scenario", "topology", "--topology", abvt, "--servers", "9"}, 128},
+		{"clustered", func(*testing.T) []string {
+			return []string{"--client-cluster", "1", "--rate", "0.5", "--output-tokens", "64"}
+		}, 64},
+		{"topology", func(t *testing.T) []string {
+			return []string{"--scenario", "topology", "--topology", abvt(t), "--servers", "9"}
+		}, 128},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			args := append([]string{"sim", "--json", "--runs", "2", "--requests", "12", "--algorithms", "proposed,petals"}, tt.args...)
+			args := append([]string{"sim", "--json", "--runs", "2", "--requests", "12", "--algorithms", "proposed,petals"}, tt.args(t)...)
 			cmd := exec.Command(bin, args...)
 			var stderr bytes.Buffer
 			cmd.Stderr = &stderr
