@@ -216,12 +216,24 @@ func (st *greedyState) choose(m int) int {
 	// the same length compare like their histograms over the distinct
 	// values of C: at the smallest value whose counts differ, the tuple
 	// holding more copies is the smaller one. Histograms slide in O(1).
-	st.vals = append(st.vals[:0], st.c...)
-	slices.Sort(st.vals)
-	st.vals = slices.Compact(st.vals)
+	// The distinct values are few and C comes in runs of equal values, so
+	// an insertion-sorted set with run skipping beats sorting all of C.
+	st.vals = st.vals[:0]
+	for b, c := range st.c {
+		if b > 0 && c == st.c[b-1] {
+			continue
+		}
+		if i, found := slices.BinarySearch(st.vals, c); !found {
+			st.vals = slices.Insert(st.vals, i, c)
+		}
+	}
 	d := len(st.vals)
 	st.rank = slices.Grow(st.rank[:0], l)[:l]
 	for b, c := range st.c {
+		if b > 0 && c == st.c[b-1] {
+			st.rank[b] = st.rank[b-1]
+			continue
+		}
 		st.rank[b], _ = slices.BinarySearch(st.vals, c)
 	}
 	st.win = append(st.win[:0], make([]int, d)...)
