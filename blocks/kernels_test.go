@@ -85,6 +85,10 @@ func TestDotKernels(t *testing.T) {
 					require.InDelta(t, want, float64(dotF32Go(m.f32, x)), tol)
 				case swarm.DTypeF16:
 					require.InDelta(t, want, float64(dotF16Go(m.u16, x)), tol)
+				case swarm.DTypeBF16:
+					require.InDelta(t, want, float64(dotBF16Go(m.u16, x)), tol)
+				case swarm.DTypeQ8_0:
+					require.InDelta(t, want, float64(dotQ8_0Go(m.q8, x)), tol)
 				}
 			})
 		}

@@ -108,7 +108,7 @@ func (c Config) Validate() error {
 		return bad("max seq len = %d, want >= 1", c.MaxSeqLen)
 	case c.NormEps <= 0 || c.RopeTheta <= 0:
 		return bad("norm eps %g and rope theta %g must be > 0", c.NormEps, c.RopeTheta)
-	case c.Dim*c.FFN > 1<<30 || c.Vocab*c.Dim > 1<<32:
+	case int64(c.Dim)*int64(c.FFN) > 1<<30 || int64(c.Vocab)*int64(c.Dim) > 1<<32:
 		return bad("dim %d, ffn %d, vocab %d: matrices too large", c.Dim, c.FFN, c.Vocab)
 	}
 	switch c.DType {

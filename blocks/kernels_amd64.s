@@ -1,0 +1,243 @@
+//go:build amd64 && !purego
+
+#include "textflag.h"
+
+// AVX2 + FMA (+ F16C) dot-product kernels; see kernels_amd64.go. Each keeps
+// four 8-lane accumulators for 32 elements per iteration, then 8 at a time,
+// reduces to one float32 and finishes the tail (fewer than 8 elements) one
+// element at a time.
+
+// REDUCE sums Y0..Y3 into the low lane of X0.
+#define REDUCE \
+	VADDPS Y1, Y0, Y0 \
+	VADDPS Y3, Y2, Y2 \
+	VADDPS Y2, Y0, Y0 \
+	VEXTRACTF128 $1, Y0, X1 \
+	VADDPS X1, X0, X0 \
+	VHADDPS X0, X0, X0 \
+	VHADDPS X0, X0, X0
+
+// func dotF32AVX2(a, x []float32) float32
+TEXT ·dotF32AVX2(SB), NOSPLIT, $0-52
+	MOVQ a_base+0(FP), SI
+	MOVQ a_len+8(FP), CX
+	MOVQ x_base+24(FP), DI
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+
+f32loop32:
+	CMPQ CX, $32
+	JLT  f32loop8
+	VMOVUPS (SI), Y4
+	VMOVUPS 32(SI), Y5
+	VMOVUPS 64(SI), Y6
+	VMOVUPS 96(SI), Y7
+	VFMADD231PS (DI), Y4, Y0
+	VFMADD231PS 32(DI), Y5, Y1
+	VFMADD231PS 64(DI), Y6, Y2
+	VFMADD231PS 96(DI), Y7, Y3
+	ADDQ $128, SI
+	ADDQ $128, DI
+	SUBQ $32, CX
+	JMP  f32loop32
+
+f32loop8:
+	CMPQ CX, $8
+	JLT  f32reduce
+	VMOVUPS (SI), Y4
+	VFMADD231PS (DI), Y4, Y0
+	ADDQ $32, SI
+	ADDQ $32, DI
+	SUBQ $8, CX
+	JMP  f32loop8
+
+f32reduce:
+	REDUCE
+
+f32tail:
+	TESTQ CX, CX
+	JEQ   f32done
+	VMOVSS (SI), X4
+	VFMADD231SS (DI), X4, X0
+	ADDQ $4, SI
+	ADDQ $4, DI
+	DECQ CX
+	JMP  f32tail
+
+f32done:
+	VZEROUPPER
+	MOVSS X0, ret+48(FP)
+	RET
+
+// func dotF16AVX2(w []uint16, x []float32) float32
+TEXT ·dotF16AVX2(SB), NOSPLIT, $0-52
+	MOVQ w_base+0(FP), SI
+	MOVQ w_len+8(FP), CX
+	MOVQ x_base+24(FP), DI
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+
+f16loop32:
+	CMPQ CX, $32
+	JLT  f16loop8
+	VCVTPH2PS (SI), Y4
+	VCVTPH2PS 16(SI), Y5
+	VCVTPH2PS 32(SI), Y6
+	VCVTPH2PS 48(SI), Y7
+	VFMADD231PS (DI), Y4, Y0
+	VFMADD231PS 32(DI), Y5, Y1
+	VFMADD231PS 64(DI), Y6, Y2
+	VFMADD231PS 96(DI), Y7, Y3
+	ADDQ $64, SI
+	ADDQ $128, DI
+	SUBQ $32, CX
+	JMP  f16loop32
+
+f16loop8:
+	CMPQ CX, $8
+	JLT  f16reduce
+	VCVTPH2PS (SI), Y4
+	VFMADD231PS (DI), Y4, Y0
+	ADDQ $16, SI
+	ADDQ $32, DI
+	SUBQ $8, CX
+	JMP  f16loop8
+
+f16reduce:
+	REDUCE
+
+f16tail:
+	TESTQ CX, CX
+	JEQ   f16done
+	MOVWLZX (SI), AX
+	VMOVD   AX, X4
+	VCVTPH2PS X4, X4
+	VFMADD231SS (DI), X4, X0
+	ADDQ $2, SI
+	ADDQ $4, DI
+	DECQ CX
+	JMP  f16tail
+
+f16done:
+	VZEROUPPER
+	MOVSS X0, ret+48(FP)
+	RET
+
+// func dotBF16AVX2(w []uint16, x []float32) float32
+TEXT ·dotBF16AVX2(SB), NOSPLIT, $0-52
+	MOVQ w_base+0(FP), SI
+	MOVQ w_len+8(FP), CX
+	MOVQ x_base+24(FP), DI
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+
+bf16loop32:
+	CMPQ CX, $32
+	JLT  bf16loop8
+	VPMOVZXWD (SI), Y4
+	VPMOVZXWD 16(SI), Y5
+	VPMOVZXWD 32(SI), Y6
+	VPMOVZXWD 48(SI), Y7
+	VPSLLD $16, Y4, Y4
+	VPSLLD $16, Y5, Y5
+	VPSLLD $16, Y6, Y6
+	VPSLLD $16, Y7, Y7
+	VFMADD231PS (DI), Y4, Y0
+	VFMADD231PS 32(DI), Y5, Y1
+	VFMADD231PS 64(DI), Y6, Y2
+	VFMADD231PS 96(DI), Y7, Y3
+	ADDQ $64, SI
+	ADDQ $128, DI
+	SUBQ $32, CX
+	JMP  bf16loop32
+
+bf16loop8:
+	CMPQ CX, $8
+	JLT  bf16reduce
+	VPMOVZXWD (SI), Y4
+	VPSLLD $16, Y4, Y4
+	VFMADD231PS (DI), Y4, Y0
+	ADDQ $16, SI
+	ADDQ $32, DI
+	SUBQ $8, CX
+	JMP  bf16loop8
+
+bf16reduce:
+	REDUCE
+
+bf16tail:
+	TESTQ CX, CX
+	JEQ   bf16done
+	MOVWLZX (SI), AX
+	SHLL    $16, AX
+	VMOVD   AX, X4
+	VFMADD231SS (DI), X4, X0
+	ADDQ $2, SI
+	ADDQ $4, DI
+	DECQ CX
+	JMP  bf16tail
+
+bf16done:
+	VZEROUPPER
+	MOVSS X0, ret+48(FP)
+	RET
+
+// func dotQ8_0AVX2(w []byte, x []float32, blocks int) float32
+// w holds blocks Q8_0 blocks of 34 bytes (f16 scale d, 32 int8 q);
+// x holds 32*blocks floats. Returns sum over blocks of d * sum(q_j x_j).
+TEXT ·dotQ8_0AVX2(SB), NOSPLIT, $0-60
+	MOVQ w_base+0(FP), SI
+	MOVQ x_base+24(FP), DI
+	MOVQ blocks+48(FP), CX
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+
+q8loop:
+	TESTQ CX, CX
+	JEQ   q8reduce
+	MOVWLZX (SI), AX
+	VMOVD   AX, X8
+	VCVTPH2PS X8, X8
+	VBROADCASTSS X8, Y8
+	VPMOVSXBD 2(SI), Y4
+	VPMOVSXBD 10(SI), Y5
+	VPMOVSXBD 18(SI), Y6
+	VPMOVSXBD 26(SI), Y7
+	VCVTDQ2PS Y4, Y4
+	VCVTDQ2PS Y5, Y5
+	VCVTDQ2PS Y6, Y6
+	VCVTDQ2PS Y7, Y7
+	VMULPS (DI), Y4, Y4
+	VFMADD231PS 32(DI), Y5, Y4
+	VFMADD231PS 64(DI), Y6, Y4
+	VFMADD231PS 96(DI), Y7, Y4
+	VFMADD231PS Y4, Y8, Y0
+	ADDQ $34, SI
+	ADDQ $128, DI
+	DECQ CX
+	JMP  q8loop
+
+q8reduce:
+	REDUCE
+	VZEROUPPER
+	MOVSS X0, ret+56(FP)
+	RET
+
+// func cpuid(leaf, sub uint32) (eax, ebx, ecx, edx uint32)
+TEXT ·cpuid(SB), NOSPLIT, $0-24
+	MOVL leaf+0(FP), AX
+	MOVL sub+4(FP), CX
+	CPUID
+	MOVL AX, eax+8(FP)
+	MOVL BX, ebx+12(FP)
+	MOVL CX, ecx+16(FP)
+	MOVL DX, edx+20(FP)
+	RET
