@@ -1,0 +1,86 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/swarmllm/swarm/swarm"
+)
+
+// TestModelSynthEndToEnd synthesizes a model in all three formats with the
+// binary, reads its info back with `swarm model info --json`, and requires
+// `swarm generate --local` to print the same greedy text from each file.
+func TestModelSynthEndToEnd(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "tiny")
+	out, errOut, code := runSwarmProcess(t, "model", "synth", "--layers", "3", "--dim", "64", "--ffn", "96",
+		"--heads", "4", "--kv-heads", "2", "--vocab", "300", "--dtype", "f16", "--seed", "9",
+		"--formats", "hf,gguf,llama2c", "--out", dir, "--json")
+	require.Equal(t, 0, code, errOut)
+	var info swarm.ModelInfo
+	require.NoError(t, json.Unmarshal([]byte(out), &info))
+	require.Equal(t, swarm.ModelInfo{
+		Name: "tiny", Arch: "llama", NBlocks: 3, DModel: 64, NHeads: 4, NKVHeads: 2, HeadDim: 16, FFNDim: 96,
+		Vocab: 300, MaxSeqLen: 2048, RopeTheta: 10000, NormEps: 1e-5, DType: swarm.DTypeF16,
+		// f16: 2 norms of 64, q and o 64x64, k and v 32x64, gate, up and down 96x64.
+		BlockBytes:         2 * (2*64 + 2*64*64 + 2*32*64 + 3*96*64),
+		CacheBytesPerToken: 2 * 2 * 16 * 4,
+		BOS:                1, EOS: 2,
+	}, info)
+	for _, f := range []string{"config.json", "model.safetensors", "tokenizer.model", "tiny.gguf", "tiny.bin", "tokenizer.bin"} {
+		_, err := os.Stat(filepath.Join(dir, f))
+		require.NoError(t, err, f)
+	}
+
+	out, errOut, code = runSwarmProcess(t, "model", "info", "--model", filepath.Join(dir, "tiny.gguf"), "--json")
+	require.Equal(t, 0, code, errOut)
+	var ginfo swarm.ModelInfo
+	require.NoError(t, json.Unmarshal([]byte(out), &ginfo))
+	require.Equal(t, "tiny", ginfo.Name)
+	require.Equal(t, swarm.DTypeF16, ginfo.DType)
+
+	var texts []string
+	for _, m := range []string{dir, filepath.Join(dir, "tiny.gguf"), filepath.Join(dir, "tiny.bin")} {
+		out, errOut, code := runSwarmProcess(t, "generate", "--local", "--model", m, "--prompt", "the cat",
+			"--temperature", "0", "--max-tokens", "12")
+		require.Equal(t, 0, code, errOut)
+		texts = append(texts, out)
+	}
+	require.Regexp(t, `^the cat`, texts[0])
+	require.Greater(t, len(texts[0]), len("the cat\n"), "something was generated")
+	require.Equal(t, texts[0], texts[1])
+	require.Equal(t, texts[0], texts[2])
+}
+
+// TestModelSynthErrors checks the usage errors of synth.
+func TestModelSynthErrors(t *testing.T) {
+	out := t.TempDir()
+	tests := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"no out", []string{}, "--out is required"},
+		{"bad dtype", []string{"--out", out, "--dtype", "f8"}, `"f8"`},
+		{"heads do not divide dim", []string{"--out", out, "--dim", "60", "--heads", "8"}, "heads = 8"},
+		{"kv heads", []string{"--out", out, "--heads", "4", "--kv-heads", "3"}, "kv-heads = 3"},
+		{"small vocab", []string{"--out", out, "--vocab", "100"}, "vocab = 100"},
+		{"q8_0 as hf", []string{"--out", out, "--dim", "64", "--ffn", "64", "--dtype", "q8_0"}, "safetensors"},
+		{"bad format", []string{"--out", out, "--formats", "onnx"}, `"onnx"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, errOut, code := runSwarmProcess(t, append([]string{"model", "synth"}, tt.args...)...)
+			require.NotEqual(t, 0, code)
+			require.Contains(t, errOut, tt.want)
+		})
+	}
+	help, _, code := runSwarmProcess(t, "model", "synth", "--help")
+	require.Equal(t, 0, code)
+	for _, f := range []string{"--layers", "--dim", "--ffn", "--heads", "--kv-heads", "--vocab", "--dtype", "--out", "--seed", "--name", "--formats", "--json"} {
+		require.Contains(t, help, f)
+	}
+}
