@@ -3,6 +3,8 @@ package blocks_test
 import (
 	"fmt"
 	"math"
+	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -273,4 +275,32 @@ func TestSpanChainEqualsWhole(t *testing.T) {
 	got, err := s2.Forward(0, h, n)
 	require.NoError(t, err)
 	require.Equal(t, want, got)
+}
+
+// TestHFTokenizerFiles loads the head of a synthesized HF directory with its
+// tokenizer.model, and again with only its tokenizer.json: both encode and
+// decode text alike, and the GGUF and llama2.c tokenizers agree with them.
+func TestHFTokenizerFiles(t *testing.T) {
+	c := smallConfig(swarm.DTypeF32)
+	paths := synthFiles(t, c)
+	encode := func(path string, opts ...blocks.Option) []int {
+		m, err := blocks.Open(path, opts...)
+		require.NoError(t, err)
+		defer m.Close()
+		h, err := m.LoadHead()
+		require.NoError(t, err)
+		tok := h.Tokenizer()
+		require.NotNil(t, tok, path)
+		ids, err := tok.Encode("the rain in ßpain", true)
+		require.NoError(t, err)
+		return ids
+	}
+	want := encode(paths["hf"])
+	require.Equal(t, 1, want[0])
+	require.Greater(t, len(want), 4)
+	require.Equal(t, want, encode(paths["gguf"]))
+	require.Equal(t, want, encode(paths["llama2c-v0"]))
+	require.Equal(t, want, encode(paths["hf"], blocks.WithTokenizer(filepath.Join(paths["hf"], "tokenizer.json"))))
+	require.NoError(t, os.Remove(filepath.Join(paths["hf"], "tokenizer.model")))
+	require.Equal(t, want, encode(paths["hf"]))
 }

@@ -1,7 +1,6 @@
 package blocks
 
 import (
-	"fmt"
 	"path/filepath"
 
 	"github.com/swarmllm/swarm/blocks/tokenizer"
@@ -12,21 +11,14 @@ import (
 // that a nil *tokenizer.BPE never becomes a non-nil Tokenizer.
 
 // loadTokenizerFile loads a tokenizer file named by WithTokenizer or found
-// in a Hugging Face directory, choosing the loader from the file name.
+// in a Hugging Face directory with tokenizer.Load (which picks the loader
+// from the name and content); llama2.c .bin files are read with exactly
+// vocab entries, as run.c does.
 func loadTokenizerFile(path string, vocab int) (tokenizer.Tokenizer, error) {
-	switch filepath.Ext(path) {
-	case ".bin":
+	if filepath.Ext(path) == ".bin" {
 		return loadLlama2CTokenizer(path, vocab)
-	case ".gguf":
-		return loadGGUFTokenizer(path, vocab)
-	case ".model":
-		t, err := tokenizer.LoadSentencePiece(path)
-		if err != nil {
-			return nil, err
-		}
-		return t, nil
 	}
-	return nil, fmt.Errorf("blocks: tokenizer %s: this kind of tokenizer file is not supported yet", path)
+	return tokenizer.Load(path)
 }
 
 // loadLlama2CTokenizer loads a llama2.c tokenizer.bin with exactly vocab

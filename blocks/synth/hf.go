@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 
@@ -32,7 +33,8 @@ var hfDTypes = map[swarm.DType]struct{ st, torch string }{
 }
 
 // WriteHF writes the model as a Hugging Face directory: config.json,
-// model.safetensors and a SentencePiece tokenizer.model. The directory is
+// model.safetensors, a SentencePiece tokenizer.model and the equivalent
+// tokenizer.json. The directory is
 // created if needed. DType must be f32, f16 or bf16.
 func WriteHF(dir string, c Config) error { return WriteHFShards(dir, c, 1) }
 
@@ -115,12 +117,21 @@ func WriteHFShards(dir string, c Config, n int) error {
 	if err := writeJSON(filepath.Join(dir, "config.json"), cfg); err != nil {
 		return err
 	}
-	return WriteSentencePiece(filepath.Join(dir, "tokenizer.model"), c)
+	if err := WriteSentencePiece(filepath.Join(dir, "tokenizer.model"), c); err != nil {
+		return err
+	}
+	return writeTokenizer(filepath.Join(dir, "tokenizer.json"), c, tokenizer.WriteHF)
 }
 
 // WriteSentencePiece writes the vocabulary of c as a SentencePiece
 // tokenizer.model (BPE with byte fallback).
 func WriteSentencePiece(path string, c Config) error {
+	return writeTokenizer(path, c, tokenizer.WriteSentencePieceModel)
+}
+
+// writeTokenizer writes the vocabulary of c with one of blocks/tokenizer's
+// writers.
+func writeTokenizer(path string, c Config, write func(io.Writer, []string, []float32, []int32) error) error {
 	pieces, scores, types, err := Vocab(c.Vocab)
 	if err != nil {
 		return err
@@ -130,7 +141,7 @@ func WriteSentencePiece(path string, c Config) error {
 		return fmt.Errorf("synth: %w", err)
 	}
 	w := bufio.NewWriter(f)
-	err = tokenizer.WriteSentencePieceModel(w, pieces, scores, types)
+	err = write(w, pieces, scores, types)
 	if err == nil {
 		err = w.Flush()
 	}

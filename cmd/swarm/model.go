@@ -43,9 +43,10 @@ func newModelSynthCmd() *cobra.Command {
 		Use:   "synth --layers N --dim D --ffn F --heads H --kv-heads K --vocab V --dtype f16|f32 --out DIR",
 		Short: "Write a random-weight Llama model (for benchmarks and format tests)",
 		Long: `synth writes a Llama model with random weights (seeded: the same flags give the
-same bytes) as a Hugging Face directory: DIR/config.json, DIR/model.safetensors
-and a SentencePiece DIR/tokenizer.model with a Llama-2-style vocabulary (3
-special pieces, 256 byte pieces, then printable characters and merges).
+same bytes) as a Hugging Face directory: DIR/config.json, DIR/model.safetensors,
+and the tokenizer as SentencePiece DIR/tokenizer.model and DIR/tokenizer.json,
+with a Llama-2-style vocabulary (3 special pieces, 256 byte pieces, then
+printable characters and merges).
 
 --formats can add the same model as GGUF (DIR/NAME.gguf, tokenizer embedded)
 and as a llama2.c checkpoint (DIR/NAME.bin, version 0, with DIR/tokenizer.bin):

@@ -30,7 +30,7 @@ func TestModelSynthEndToEnd(t *testing.T) {
 		CacheBytesPerToken: 2 * 2 * 16 * 4,
 		BOS:                1, EOS: 2,
 	}, info)
-	for _, f := range []string{"config.json", "model.safetensors", "tokenizer.model", "tiny.gguf", "tiny.bin", "tokenizer.bin"} {
+	for _, f := range []string{"config.json", "model.safetensors", "tokenizer.model", "tokenizer.json", "tiny.gguf", "tiny.bin", "tokenizer.bin"} {
 		_, err := os.Stat(filepath.Join(dir, f))
 		require.NoError(t, err, f)
 	}
