@@ -48,7 +48,7 @@ type scratch struct {
 	xb, xb2  []float32 // [n, DModel]
 	q, att   []float32 // [n, NHeads*HeadDim]
 	k, v     []float32 // [n, NKVHeads*HeadDim]
-	hb       []float32 // [n, FFNDim]
+	hb, up   []float32 // [n, FFNDim]
 	cos, sin []float32 // [n, HeadDim/2]
 }
 
@@ -65,6 +65,7 @@ func (s *scratch) grow(info swarm.ModelInfo, n int) {
 	s.k = make([]float32, n*kvDim)
 	s.v = make([]float32, n*kvDim)
 	s.hb = make([]float32, n*info.FFNDim)
+	s.up = make([]float32, n*info.FFNDim)
 	s.cos = make([]float32, n*info.HeadDim/2)
 	s.sin = make([]float32, n*info.HeadDim/2)
 }
@@ -102,7 +103,7 @@ func (e *cpuEngine) forwardBlock(l *layer, c *kvCache, s *scratch, x []float32, 
 	for t := range n {
 		rmsnorm(s.xb[t*d:(t+1)*d], x[t*d:(t+1)*d], l.ffnNorm, eps)
 	}
-	mulSwiGLU(s.hb, l.w1, l.w3, s.xb, n)
+	mulSwiGLU(s.hb, s.up, l.w1, l.w3, s.xb, n)
 	mulMats([][]float32{s.xb2}, []*matrix{l.w2}, s.hb, n)
 	for i := range n * d {
 		x[i] += s.xb2[i]
@@ -178,9 +179,8 @@ func softmax(x []float32) {
 
 // mulMats computes, for every matrix m_i in ms (all with the same number of
 // columns), outs[i][t*rows_i + r] = m_i[r] · x[t*cols:(t+1)*cols] for the n
-// input rows of x [n, cols], in one parallel pass over all output rows. For
-// n > 1 (prefill) each weight row is read from memory once and reused for
-// all n inputs while it is in cache.
+// input rows of x [n, cols], in one parallel pass over all output rows (see
+// matrix.mulRows for the prefill path).
 func mulMats(outs [][]float32, ms []*matrix, x []float32, n int) {
 	total := 0
 	for _, m := range ms {
@@ -190,19 +190,8 @@ func mulMats(outs [][]float32, ms []*matrix, x []float32, n int) {
 	parallelFor(total, n*cols, func(lo, hi int) {
 		base := 0
 		for i, m := range ms {
-			a, b := max(lo, base), min(hi, base+m.rows)
-			out := outs[i]
-			// Tiles of 8 rows: 8 weight rows stay in cache while every
-			// input row passes by.
-			for r0 := a; r0 < b; r0 += 8 {
-				r1 := min(r0+8, b)
-				for t := range n {
-					xt := x[t*cols : (t+1)*cols]
-					for g := r0; g < r1; g++ {
-						r := g - base
-						out[t*m.rows+r] = m.dotRow(r, xt)
-					}
-				}
+			if a, b := max(lo, base), min(hi, base+m.rows); a < b {
+				m.mulRows(outs[i], x, n, a-base, b-base)
 			}
 			base += m.rows
 		}
@@ -211,20 +200,17 @@ func mulMats(outs [][]float32, ms []*matrix, x []float32, n int) {
 
 // mulSwiGLU computes the gated feed-forward hidden state hb [n, FFNDim]:
 // hb[t][r] = silu(w1[r]·x_t) * (w3[r]·x_t), silu(g) = g/(1+e^-g) (Shazeer
-// 2020, eq. 6).
-func mulSwiGLU(hb []float32, w1, w3 *matrix, x []float32, n int) {
+// 2020, eq. 6). up [n, FFNDim] is scratch for the w3 products.
+func mulSwiGLU(hb, up []float32, w1, w3 *matrix, x []float32, n int) {
 	f, cols := w1.rows, w1.cols
 	parallelFor(f, 2*n*cols, func(lo, hi int) {
-		for r0 := lo; r0 < hi; r0 += 8 {
-			r1 := min(r0+8, hi)
-			for t := range n {
-				xt := x[t*cols : (t+1)*cols]
-				for r := r0; r < r1; r++ {
-					g := w1.dotRow(r, xt)
-					u := w3.dotRow(r, xt)
-					g *= 1 / (1 + float32(math.Exp(float64(-g))))
-					hb[t*f+r] = g * u
-				}
+		w1.mulRows(hb, x, n, lo, hi)
+		w3.mulRows(up, x, n, lo, hi)
+		for t := range n {
+			for r := lo; r < hi; r++ {
+				g := hb[t*f+r]
+				g *= 1 / (1 + float32(math.Exp(float64(-g))))
+				hb[t*f+r] = g * up[t*f+r]
 			}
 		}
 	})

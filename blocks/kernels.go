@@ -13,7 +13,18 @@ var (
 	dotF16  = dotF16Go
 	dotBF16 = dotBF16Go
 	dotQ8_0 = dotQ8_0Go
+	// dotF32x2 returns dotF32(a, x0) and dotF32(a, x1), bit for bit, reading
+	// a once (prefill of two tokens).
+	dotF32x2 = dotF32x2Go
+	// cvtF16 and cvtBF16 widen src into dst[:len(src)], exactly.
+	cvtF16  = cvtF16Go
+	cvtBF16 = cvtBF16Go
 )
+
+// The kernels are written so that widening a row and then calling dotF32 on
+// it gives bit for bit the result of dotF16 or dotBF16 on the row (the same
+// lanes, partial sums and order, in both the portable and the assembly
+// versions); prefill relies on it to match decode exactly.
 
 // dotF32Go is the portable float32 dot product of a and b[:len(a)], with four
 // independent accumulators so that the adds pipeline.
@@ -100,4 +111,24 @@ func dotQ8_0Go(w []byte, x []float32) float32 {
 		sum += d * ((s0 + s1) + (s2 + s3))
 	}
 	return sum
+}
+
+// dotF32x2Go is two dotF32Go calls.
+func dotF32x2Go(a, x0, x1 []float32) (float32, float32) { return dotF32Go(a, x0), dotF32Go(a, x1) }
+
+// cvtF16Go widens binary16 values through the table.
+func cvtF16Go(dst []float32, src []uint16) {
+	t := f16Table()
+	dst = dst[:len(src)]
+	for i, w := range src {
+		dst[i] = t[w]
+	}
+}
+
+// cvtBF16Go widens bfloat16 values.
+func cvtBF16Go(dst []float32, src []uint16) {
+	dst = dst[:len(src)]
+	for i, w := range src {
+		dst[i] = bf16ToF32(w)
+	}
 }

@@ -22,6 +22,15 @@ func dotBF16AVX2(w []uint16, x []float32) float32
 //go:noescape
 func dotQ8_0AVX2(w []byte, x []float32, blocks int) float32
 
+//go:noescape
+func dotF32x2AVX2(a, x0, x1 []float32) (float32, float32)
+
+//go:noescape
+func cvtF16AVX2(dst []float32, src []uint16)
+
+//go:noescape
+func cvtBF16AVX2(dst []float32, src []uint16)
+
 func cpuid(leaf, sub uint32) (eax, ebx, ecx, edx uint32)
 
 // hasF16C reports the F16C extension (CPUID leaf 1, ECX bit 29), which
@@ -43,6 +52,11 @@ func init() {
 	dotF32 = func(a, x []float32) float32 { return dotF32AVX2(a, x[:len(a)]) }
 	dotF16 = func(w []uint16, x []float32) float32 { return dotF16AVX2(w, x[:len(w)]) }
 	dotBF16 = func(w []uint16, x []float32) float32 { return dotBF16AVX2(w, x[:len(w)]) }
+	dotF32x2 = func(a, x0, x1 []float32) (float32, float32) {
+		return dotF32x2AVX2(a, x0[:len(a)], x1[:len(a)])
+	}
+	cvtF16 = func(dst []float32, src []uint16) { cvtF16AVX2(dst[:len(src)], src) }
+	cvtBF16 = func(dst []float32, src []uint16) { cvtBF16AVX2(dst[:len(src)], src) }
 	dotQ8_0 = func(w []byte, x []float32) float32 {
 		nb := len(w) / q8BlockBytes
 		return dotQ8_0AVX2(w, x[:nb*q8BlockSize], nb)

@@ -241,3 +241,148 @@ TEXT ·cpuid(SB), NOSPLIT, $0-24
 	MOVL CX, ecx+16(FP)
 	MOVL DX, edx+20(FP)
 	RET
+
+// func cvtF16AVX2(dst []float32, src []uint16)
+// Widens len(src) binary16 values into dst (len(dst) >= len(src)).
+TEXT ·cvtF16AVX2(SB), NOSPLIT, $0-48
+	MOVQ dst_base+0(FP), DI
+	MOVQ src_base+24(FP), SI
+	MOVQ src_len+32(FP), CX
+
+cvtf16loop8:
+	CMPQ CX, $8
+	JLT  cvtf16tail
+	VCVTPH2PS (SI), Y0
+	VMOVUPS Y0, (DI)
+	ADDQ $16, SI
+	ADDQ $32, DI
+	SUBQ $8, CX
+	JMP  cvtf16loop8
+
+cvtf16tail:
+	TESTQ CX, CX
+	JEQ   cvtf16done
+	MOVWLZX (SI), AX
+	VMOVD   AX, X0
+	VCVTPH2PS X0, X0
+	VMOVSS X0, (DI)
+	ADDQ $2, SI
+	ADDQ $4, DI
+	DECQ CX
+	JMP  cvtf16tail
+
+cvtf16done:
+	VZEROUPPER
+	RET
+
+// func cvtBF16AVX2(dst []float32, src []uint16)
+// Widens len(src) bfloat16 values into dst (len(dst) >= len(src)).
+TEXT ·cvtBF16AVX2(SB), NOSPLIT, $0-48
+	MOVQ dst_base+0(FP), DI
+	MOVQ src_base+24(FP), SI
+	MOVQ src_len+32(FP), CX
+
+cvtbf16loop8:
+	CMPQ CX, $8
+	JLT  cvtbf16tail
+	VPMOVZXWD (SI), Y0
+	VPSLLD $16, Y0, Y0
+	VMOVUPS Y0, (DI)
+	ADDQ $16, SI
+	ADDQ $32, DI
+	SUBQ $8, CX
+	JMP  cvtbf16loop8
+
+cvtbf16tail:
+	TESTQ CX, CX
+	JEQ   cvtbf16done
+	MOVWLZX (SI), AX
+	SHLL    $16, AX
+	MOVL    AX, (DI)
+	ADDQ $2, SI
+	ADDQ $4, DI
+	DECQ CX
+	JMP  cvtbf16tail
+
+cvtbf16done:
+	VZEROUPPER
+	RET
+
+// func dotF32x2AVX2(a, x0, x1 []float32) (float32, float32)
+// The dot products of a with x0 and with x1 (len(x0), len(x1) >= len(a)),
+// each summed exactly as dotF32AVX2 sums it: a row of weights is loaded
+// once for two inputs (prefill).
+TEXT ·dotF32x2AVX2(SB), NOSPLIT, $0-80
+	MOVQ a_base+0(FP), SI
+	MOVQ a_len+8(FP), CX
+	MOVQ x0_base+24(FP), DI
+	MOVQ x1_base+48(FP), DX
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VXORPS Y8, Y8, Y8
+	VXORPS Y9, Y9, Y9
+	VXORPS Y10, Y10, Y10
+	VXORPS Y11, Y11, Y11
+
+x2loop32:
+	CMPQ CX, $32
+	JLT  x2loop8
+	VMOVUPS (SI), Y4
+	VMOVUPS 32(SI), Y5
+	VMOVUPS 64(SI), Y6
+	VMOVUPS 96(SI), Y7
+	VFMADD231PS (DI), Y4, Y0
+	VFMADD231PS 32(DI), Y5, Y1
+	VFMADD231PS 64(DI), Y6, Y2
+	VFMADD231PS 96(DI), Y7, Y3
+	VFMADD231PS (DX), Y4, Y8
+	VFMADD231PS 32(DX), Y5, Y9
+	VFMADD231PS 64(DX), Y6, Y10
+	VFMADD231PS 96(DX), Y7, Y11
+	ADDQ $128, SI
+	ADDQ $128, DI
+	ADDQ $128, DX
+	SUBQ $32, CX
+	JMP  x2loop32
+
+x2loop8:
+	CMPQ CX, $8
+	JLT  x2reduce
+	VMOVUPS (SI), Y4
+	VFMADD231PS (DI), Y4, Y0
+	VFMADD231PS (DX), Y4, Y8
+	ADDQ $32, SI
+	ADDQ $32, DI
+	ADDQ $32, DX
+	SUBQ $8, CX
+	JMP  x2loop8
+
+x2reduce:
+	REDUCE
+	VADDPS Y9, Y8, Y8
+	VADDPS Y11, Y10, Y10
+	VADDPS Y10, Y8, Y8
+	VEXTRACTF128 $1, Y8, X9
+	VADDPS X9, X8, X8
+	VHADDPS X8, X8, X8
+	VHADDPS X8, X8, X8
+
+x2tail:
+	TESTQ CX, CX
+	JEQ   x2done
+	VMOVSS (SI), X4
+	VFMADD231SS (DI), X4, X0
+	VFMADD231SS (DX), X4, X8
+	ADDQ $4, SI
+	ADDQ $4, DI
+	ADDQ $4, DX
+	DECQ CX
+	JMP  x2tail
+
+x2done:
+	VZEROUPPER
+	MOVSS X0, ret+72(FP)
+	MOVSS X8, ret1+76(FP)
+	RET

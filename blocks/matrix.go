@@ -128,14 +128,9 @@ func (m *matrix) rowF32(r int, dst []float32) {
 	case swarm.DTypeF32:
 		copy(dst, m.f32[r*c:(r+1)*c])
 	case swarm.DTypeF16:
-		t := f16Table()
-		for i, w := range m.u16[r*c : (r+1)*c] {
-			dst[i] = t[w]
-		}
+		cvtF16(dst, m.u16[r*c:(r+1)*c])
 	case swarm.DTypeBF16:
-		for i, w := range m.u16[r*c : (r+1)*c] {
-			dst[i] = bf16ToF32(w)
-		}
+		cvtBF16(dst, m.u16[r*c:(r+1)*c])
 	case swarm.DTypeQ8_0:
 		rb := m.rowBytes()
 		row := m.q8[r*rb : (r+1)*rb]
@@ -175,4 +170,58 @@ func f32ToBF16(f float32) uint16 {
 	}
 	b += 0x7fff + (b>>16)&1
 	return uint16(b >> 16)
+}
+
+// prefillTile is the number of weight rows widened to float32 at once in
+// the prefill path (8 rows of 11008 float32 = 344 KiB, inside L2).
+const prefillTile = 8
+
+// mulRows computes out[t*m.rows + r] = m[r] · x[t*cols:(t+1)*cols] for rows
+// r in [r0, r1) and inputs t < n. For n > 1 each tile of weight rows is read
+// once (and widened to float32 once for f16/bf16) and reused for every input,
+// two inputs per pass: matrix-matrix work instead of n matrix-vector
+// products. Results are bit-identical to the n = 1 path.
+func (m *matrix) mulRows(out, x []float32, n, r0, r1 int) {
+	cols := m.cols
+	if n == 1 || m.dtype == swarm.DTypeQ8_0 {
+		for a := r0; a < r1; a += prefillTile {
+			b := min(a+prefillTile, r1)
+			for t := range n {
+				xt := x[t*cols : (t+1)*cols]
+				for r := a; r < b; r++ {
+					out[t*m.rows+r] = m.dotRow(r, xt)
+				}
+			}
+		}
+		return
+	}
+	var buf []float32
+	if m.dtype != swarm.DTypeF32 {
+		buf = make([]float32, prefillTile*cols)
+	}
+	for a := r0; a < r1; a += prefillTile {
+		b := min(a+prefillTile, r1)
+		var rows []float32
+		if m.dtype == swarm.DTypeF32 {
+			rows = m.f32[a*cols : b*cols]
+		} else {
+			rows = buf[:(b-a)*cols]
+			for r := a; r < b; r++ {
+				m.rowF32(r, rows[(r-a)*cols:])
+			}
+		}
+		t := 0
+		for ; t+2 <= n; t += 2 {
+			x0, x1 := x[t*cols:(t+1)*cols], x[(t+1)*cols:(t+2)*cols]
+			for r := a; r < b; r++ {
+				out[t*m.rows+r], out[(t+1)*m.rows+r] = dotF32x2(rows[(r-a)*cols:(r-a+1)*cols], x0, x1)
+			}
+		}
+		if t < n {
+			xt := x[t*cols : (t+1)*cols]
+			for r := a; r < b; r++ {
+				out[t*m.rows+r] = dotF32(rows[(r-a)*cols:(r-a+1)*cols], xt)
+			}
+		}
+	}
 }
