@@ -141,3 +141,35 @@ func TestHFPermutation(t *testing.T) {
 	require.Equal(t, []int{0, 2, 1, 3, 4, 6, 5, 7}, hfPermutation(2, 4))
 	require.Equal(t, []int{0, 3, 1, 4, 2, 5}, hfPermutation(1, 6))
 }
+
+// TestWidenThenDotIsExact checks the property prefill relies on: widening
+// an f16/bf16 row and calling dotF32 gives bit for bit dotF16/dotBF16 of
+// the row, dotF32x2 gives bit for bit two dotF32 calls, and the assembly
+// widening equals the portable one.
+func TestWidenThenDotIsExact(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	for _, n := range []int{1, 5, 8, 31, 32, 40, 100, 4096} {
+		x0 := make([]float32, n)
+		x1 := make([]float32, n)
+		for i := range x0 {
+			x0[i], x1[i] = float32(rng.NormFloat64()), float32(rng.NormFloat64())
+		}
+		for _, dt := range []swarm.DType{swarm.DTypeF16, swarm.DTypeBF16} {
+			m := randomMatrix(rng, 1, n, dt)
+			wide := make([]float32, n)
+			m.rowF32(0, wide)
+			portable := make([]float32, n)
+			if dt == swarm.DTypeF16 {
+				cvtF16Go(portable, m.u16)
+			} else {
+				cvtBF16Go(portable, m.u16)
+			}
+			require.Equal(t, portable, wide, "%v n=%d", dt, n)
+			require.Equal(t, m.dotRow(0, x0), dotF32(wide, x0), "%v n=%d", dt, n)
+		}
+		a := randomMatrix(rng, 1, n, swarm.DTypeF32).f32
+		y0, y1 := dotF32x2(a, x0, x1)
+		require.Equal(t, dotF32(a, x0), y0, "n=%d", n)
+		require.Equal(t, dotF32(a, x1), y1, "n=%d", n)
+	}
+}
