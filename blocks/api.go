@@ -35,9 +35,12 @@ type Engine interface {
 	WeightBytes() int64
 	// NewSession allocates attention caches for the blocks of sub (which must
 	// lie inside Span()) sized for maxLength tokens. Its cache memory is
-	// sub.Len() * Info().CacheBytes(maxLength) bytes.
+	// sub.Len() * Info().CacheBytes(maxLength) bytes. It returns an error
+	// wrapping ErrArgument for a bad sub-span or maxLength (< 1 or above
+	// Info().MaxSeqLen) and ErrClosed after Close.
 	NewSession(sub swarm.Span, maxLength int) (Session, error)
-	// Close releases the weights. Sessions must be closed first.
+	// Close releases the weights, after waiting for running Forward calls.
+	// Sessions should be closed first; those still open fail with ErrClosed.
 	Close() error
 }
 
@@ -49,7 +52,10 @@ type Session interface {
 	// positions pos .. pos+nTokens-1 through the session's blocks, in order,
 	// and returns the output hidden states [nTokens, DModel]. pos may be less
 	// than Len(): the cache is truncated to pos first (replay after failover).
-	// It returns ErrPosition if pos > Len() or pos+nTokens > max length.
+	// The input slice is not modified. It returns errors wrapping
+	// ErrPosition if pos > Len() or pos+nTokens > max length (the caches are
+	// then untouched), ErrArgument if nTokens < 1 or len(hidden) !=
+	// nTokens*DModel, and ErrClosed after Close of the session or engine.
 	Forward(pos int, hidden []float32, nTokens int) ([]float32, error)
 	// Len is the number of positions held in the attention caches.
 	Len() int
@@ -62,15 +68,18 @@ type Session interface {
 }
 
 // Head is the client side of a model: token embedding, final RMSNorm, LM head
-// and tokenizer. It never loads block weights.
+// and tokenizer. It never loads block weights. Implementations are safe for
+// concurrent use. Tokenizer() may be nil when the model came without one.
 type Head interface {
 	// Info describes the model.
 	Info() swarm.ModelInfo
 	// Tokenizer encodes prompts and decodes generated tokens.
 	Tokenizer() tokenizer.Tokenizer
-	// Embed looks up tokens and returns hidden states [len(tokens), DModel].
+	// Embed looks up tokens and returns hidden states [len(tokens), DModel];
+	// an id outside [0, Vocab) gives an error wrapping ErrArgument.
 	Embed(tokens []int) ([]float32, error)
 	// Logits applies the final norm and LM head to one hidden state [DModel]
-	// and returns logits [Vocab].
+	// and returns logits [Vocab]; a hidden state of another length gives an
+	// error wrapping ErrArgument.
 	Logits(hidden []float32) ([]float32, error)
 }

@@ -4,6 +4,21 @@
 // Head holds the client side (embeddings, final norm, LM head, tokenizer).
 // Loading is partial: a span reads only its own blocks' tensors.
 //
+// Typical use: Open a model (format detected from the path), read Info (the
+// swarm.ModelInfo placement needs: shapes, s_m = BlockBytes, cache bytes per
+// token), then LoadSpan on a server or LoadHead on a client; Generate drives
+// a Head, a Sampler and any Forwarder (a local Session, or a chain of
+// servers) with llama2.c's run.c semantics.
+//
+// Conventions: weights keep their file dtype in memory (f32, f16, bf16,
+// q8_0) and are multiplied by float32 activations with AVX2/FMA/F16C
+// kernels on amd64 (portable Go elsewhere, or with -tags purego), spread
+// over a process-wide pool of GOMAXPROCS-1 workers plus the caller.
+// Attention caches are float32. RoPE rotates adjacent pairs (llama2.c and
+// GGUF layout); Hugging Face q/k weights are permuted into it when loaded.
+// Prefill (nTokens > 1) computes bit-identical results to token-by-token
+// decode, so a replay after failover reproduces the original caches.
+//
 // This package must never import server/, client/, registry/, sim/,
 // placement/, routing/ or any networking package.
 package blocks
