@@ -1,6 +1,7 @@
 package blocks_test
 
 import (
+	"encoding/json"
 	"fmt"
 	"math"
 	"os"
@@ -303,4 +304,30 @@ func TestHFTokenizerFiles(t *testing.T) {
 	require.Equal(t, want, encode(paths["hf"], blocks.WithTokenizer(filepath.Join(paths["hf"], "tokenizer.json"))))
 	require.NoError(t, os.Remove(filepath.Join(paths["hf"], "tokenizer.model")))
 	require.Equal(t, want, encode(paths["hf"]))
+}
+
+// TestHFRopeScalingConfig reads rope_scaling from config.json (Llama 3.1
+// style) into ModelInfo, and the scaled model computes different logits.
+func TestHFRopeScalingConfig(t *testing.T) {
+	c := smallConfig(swarm.DTypeF32)
+	paths := synthFiles(t, c)
+	plain := logitsOf(t, load(t, paths["hf"]), testTokens)
+	cfgPath := filepath.Join(paths["hf"], "config.json")
+	raw, err := os.ReadFile(cfgPath)
+	require.NoError(t, err)
+	var cfg map[string]any
+	require.NoError(t, json.Unmarshal(raw, &cfg))
+	cfg["rope_scaling"] = map[string]any{"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0,
+		"high_freq_factor": 4.0, "original_max_position_embeddings": 8}
+	cfg["eos_token_id"] = []int{2, 7}
+	raw, err = json.Marshal(cfg)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(cfgPath, raw, 0o644))
+	l := load(t, paths["hf"])
+	info := l.model.Info()
+	require.Equal(t, &swarm.RopeScaling{Type: "llama3", Factor: 8, LowFreqFactor: 1, HighFreqFactor: 4, OriginalMaxPositions: 8}, info.RopeScaling)
+	require.Equal(t, 2, info.EOS, "the first of a list of EOS ids")
+	scaled := logitsOf(t, l, testTokens)
+	require.Equal(t, plain[0], scaled[0], "position 0 is not rotated")
+	require.NotEqual(t, plain[len(plain)-1], scaled[len(scaled)-1])
 }
