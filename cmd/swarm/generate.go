@@ -85,10 +85,6 @@ func runGenerate(ctx context.Context, out, errOut io.Writer, o generateOptions) 
 		return fmt.Errorf("%w: choose exactly one of --local, --servers or --bootstrap", errUsage)
 	case o.model == "":
 		return fmt.Errorf("%w: --model is required", errUsage)
-	case len(o.servers) > 0:
-		return fmt.Errorf("generate --servers: %w", errNotImplemented)
-	case len(o.bootstrap) > 0:
-		return fmt.Errorf("generate --bootstrap: %w", errNotImplemented)
 	case o.maxTokens < 0:
 		return fmt.Errorf("%w: --max-tokens %d, want >= 0", errUsage, o.maxTokens)
 	}
@@ -99,12 +95,26 @@ func runGenerate(ctx context.Context, out, errOut io.Writer, o generateOptions) 
 	if err != nil {
 		return fmt.Errorf("%w: %w", errUsage, err)
 	}
-	head, runner, closeModel, err := openLocal(o)
+	head, runner, closeBackend, err := openBackend(o)
 	if err != nil {
 		return err
 	}
-	defer closeModel()
+	defer closeBackend()
 	return streamGeneration(ctx, out, errOut, head, runner, sampler, o)
+}
+
+// openBackend returns the model's head (always loaded in this process) and
+// where its blocks run, by mode. The data plane adds --servers and
+// --bootstrap here: load only the head (blocks.Model.LoadHead) and return a
+// blockRunner whose Forwarder is a client session over a chain of servers.
+func openBackend(o generateOptions) (blocks.Head, blockRunner, func() error, error) {
+	switch {
+	case len(o.servers) > 0:
+		return nil, nil, nil, fmt.Errorf("generate --servers: %w", errNotImplemented)
+	case len(o.bootstrap) > 0:
+		return nil, nil, nil, fmt.Errorf("generate --bootstrap: %w", errNotImplemented)
+	}
+	return openLocal(o)
 }
 
 // blockRunner returns a Forwarder over all blocks of the model for one
