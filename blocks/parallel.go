@@ -74,9 +74,9 @@ func parallelFor(n, cost int, fn func(lo, hi int)) {
 		fn(0, n)
 		return
 	}
-	// About four chunks per core balances uneven cores without making
+	// About eight chunks per core balance uneven (or shared) cores without making
 	// chunks so small that the counter becomes the bottleneck.
-	parts := 4 * (p.workers + 1)
+	parts := 8 * (p.workers + 1)
 	chunk := max((n+parts-1)/parts, (parallelGrain+cost-1)/cost, 1)
 	chunks := (n + chunk - 1) / chunk
 	if chunks <= 1 {
