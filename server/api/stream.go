@@ -1,0 +1,72 @@
+package api
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+
+	"github.com/swarmllm/swarm/swarm/wire"
+)
+
+// streamConn is a FrameConn over a reliable byte stream: frames back to
+// back, each a 12-byte header and its payload (wire.Encode/Decode).
+type streamConn struct {
+	rwc        io.ReadWriteCloser
+	r          *bufio.Reader
+	maxPayload int
+	remote     string
+
+	wmu sync.Mutex // serializes writers
+
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// NewStream wraps a reliable byte stream, e.g. a libp2p stream or a
+// net.Conn. Frames whose payload exceeds maxPayload bytes
+// (wire.DefaultMaxPayload when <= 0) are refused from their header. remote
+// names the peer in logs.
+func NewStream(rwc io.ReadWriteCloser, maxPayload int, remote string) FrameConn {
+	if maxPayload <= 0 {
+		maxPayload = wire.DefaultMaxPayload
+	}
+	return &streamConn{rwc: rwc, r: bufio.NewReader(rwc), maxPayload: maxPayload, remote: remote}
+}
+
+// ReadFrame implements FrameConn. After a malformed frame the stream
+// position is unknown: close the connection.
+func (c *streamConn) ReadFrame() (wire.Frame, error) {
+	f, err := wire.Decode(c.r, c.maxPayload)
+	switch {
+	case err == nil:
+		return f, nil
+	case errors.Is(err, wire.ErrBadFrame) || errors.Is(err, wire.ErrVersion):
+		return nil, err
+	}
+	return nil, fmt.Errorf("%w: %w", ErrClosed, err)
+}
+
+// WriteFrame implements FrameConn; wire.Encode writes each frame with one
+// Write call.
+func (c *streamConn) WriteFrame(f wire.Frame) error {
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	if err := wire.Encode(c.rwc, f); err != nil {
+		if errors.Is(err, wire.ErrBadFrame) {
+			return err
+		}
+		return fmt.Errorf("%w: %w", ErrClosed, err)
+	}
+	return nil
+}
+
+// Close implements FrameConn.
+func (c *streamConn) Close() error {
+	c.closeOnce.Do(func() { c.closeErr = c.rwc.Close() })
+	return c.closeErr
+}
+
+// RemoteAddr implements FrameConn.
+func (c *streamConn) RemoteAddr() string { return c.remote }
