@@ -1,0 +1,101 @@
+package server
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"time"
+
+	"github.com/swarmllm/swarm/swarm"
+)
+
+// Sentinel errors callers can test with errors.Is.
+var (
+	// ErrBadConfig: a Config field is out of range; the message names the
+	// flag.
+	ErrBadConfig = errors.New("server: bad config")
+	// ErrMeasure: the start-up measurement of tau and tauI failed.
+	ErrMeasure = errors.New("server: measurement failed")
+	// ErrClosed: the server is closed.
+	ErrClosed = errors.New("server: closed")
+)
+
+// DefaultMemorySessions is how many full-context sessions the default
+// memory budget (Config.MemoryBytes = 0) makes room for.
+const DefaultMemorySessions = 16
+
+// Config is a server's configuration; each field is one flag of
+// `swarm serve`.
+type Config struct {
+	// Model is the model path (--model): a .gguf file, a llama2.c .bin
+	// checkpoint or a Hugging Face directory. Only the span's blocks are read.
+	Model string
+	// Tokenizer is a tokenizer file (--tokenizer). A server computes blocks
+	// only and never loads it; it is accepted so that one model description
+	// works for serve and generate, and passed to blocks.Open.
+	Tokenizer string
+	// Blocks is the span hosted (--blocks START:END, 0-based half-open).
+	Blocks swarm.Span
+	// Listen is the TCP address to listen on (--listen HOST:PORT; port 0
+	// lets the OS choose).
+	Listen string
+	// MemoryBytes is M_j (--memory), bytes for block weights plus attention
+	// caches, the budget of memory model (2). 0 means the weights plus room
+	// for DefaultMemorySessions sessions of the model's whole context.
+	MemoryBytes int64
+	// MaxSessions caps the open sessions (--max-sessions); 0 means no cap.
+	MaxSessions int
+	// EmulateLatency is added before every reply frame and every /v1/info
+	// answer (--emulate-latency), to imitate a WAN link in local
+	// experiments; 0 adds nothing.
+	EmulateLatency time.Duration
+	// DrainTimeout is how long a graceful shutdown lets open sessions run
+	// before telling them CodeShuttingDown (--drain-timeout); 0 tells them
+	// at once.
+	DrainTimeout time.Duration
+	// Remeasure forces measuring tau and tauI even when the measurement
+	// cache holds them (--remeasure).
+	Remeasure bool
+	// MeasureCacheDir is where measurements are cached (--measure-cache);
+	// empty means os.UserCacheDir()/swarm/measure.
+	MeasureCacheDir string
+}
+
+// DefaultConfig returns the defaults of `swarm serve`: listen on
+// 127.0.0.1:0, default memory, no session cap, no emulated latency, a 30 s
+// drain timeout. Model and Blocks have no default.
+func DefaultConfig() Config {
+	return Config{
+		Listen:       "127.0.0.1:0",
+		DrainTimeout: 30 * time.Second,
+	}
+}
+
+// Validate checks the fields that do not need the model and returns an
+// error wrapping ErrBadConfig naming the first bad flag. New checks the span
+// and the memory against the model.
+func (c Config) Validate() error {
+	switch {
+	case c.Model == "":
+		return fmt.Errorf("%w: --model is required", ErrBadConfig)
+	case c.Blocks == swarm.Span{}:
+		return fmt.Errorf("%w: --blocks START:END is required", ErrBadConfig)
+	case c.MemoryBytes < 0:
+		return fmt.Errorf("%w: --memory %d bytes, want >= 0 (0 = default)", ErrBadConfig, c.MemoryBytes)
+	case c.MaxSessions < 0:
+		return fmt.Errorf("%w: --max-sessions %d, want >= 0 (0 = no cap)", ErrBadConfig, c.MaxSessions)
+	case c.EmulateLatency < 0:
+		return fmt.Errorf("%w: --emulate-latency %v, want >= 0", ErrBadConfig, c.EmulateLatency)
+	case c.DrainTimeout < 0:
+		return fmt.Errorf("%w: --drain-timeout %v, want >= 0", ErrBadConfig, c.DrainTimeout)
+	}
+	if err := c.Blocks.Validate(0); err != nil {
+		return fmt.Errorf("%w: --blocks: %w", ErrBadConfig, err)
+	}
+	if c.Listen != "" {
+		if _, _, err := net.SplitHostPort(c.Listen); err != nil {
+			return fmt.Errorf("%w: --listen %q: want HOST:PORT (e.g. 127.0.0.1:0): %w", ErrBadConfig, c.Listen, err)
+		}
+	}
+	return nil
+}

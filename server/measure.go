@@ -1,0 +1,303 @@
+package server
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"runtime"
+	"runtime/debug"
+	"slices"
+	"time"
+
+	"github.com/klauspost/cpuid/v2"
+	"gonum.org/v1/gonum/stat"
+
+	"github.com/swarmllm/swarm/blocks"
+	"github.com/swarmllm/swarm/server/api"
+	"github.com/swarmllm/swarm/swarm"
+)
+
+// measureSchema versions the cache file layout and the measuring method;
+// bump it when either changes so old entries are ignored.
+const measureSchema = 1
+
+// Measuring parameters: decodeSteps single-token steps (their median
+// divided by the span length is tau), and for each prefill length the median
+// of prefillReps prefills (divided by the span length, then fit linearly).
+const (
+	decodeSteps = 9
+	prefillReps = 3
+)
+
+// prefillLengths are the input lengths timed for the fit tauI(l), capped at
+// the model's context.
+var prefillLengths = []int{1, 8, 32, 128}
+
+// timing is the result of a measurement: tau_j and tauI_j(l) of paper 003
+// Sec. 2.2, with how they were obtained.
+type timing struct {
+	// Tau is the decode time per block per token, seconds.
+	Tau float64 `json:"tau"`
+	// TauI is the prefill time per block, fit linearly in the input length.
+	TauI swarm.PrefillFit `json:"tau_i"`
+	// Detail is what /v1/info shows under "measurement".
+	Detail api.Measurement `json:"detail"`
+}
+
+// measureKey identifies what a measurement holds for: the model file, the
+// span and the hardware (CPU model, GOMAXPROCS) and the build of the
+// engine. Any change gives another cache entry.
+type measureKey struct {
+	Schema     int             `json:"schema"`
+	ModelPath  string          `json:"model_path"`
+	ModelSize  int64           `json:"model_size"`
+	ModelMtime int64           `json:"model_mtime_ns"`
+	Model      swarm.ModelInfo `json:"model"`
+	Span       swarm.Span      `json:"span"`
+	CPU        string          `json:"cpu"`
+	GOMAXPROCS int             `json:"gomaxprocs"`
+	GOARCH     string          `json:"goarch"`
+	Build      string          `json:"build"`
+}
+
+// hardware names the CPU and the parallelism a measurement holds for.
+func hardware() string {
+	brand := cpuid.CPU.BrandName
+	if brand == "" {
+		brand = runtime.GOARCH
+	}
+	return fmt.Sprintf("%s, GOMAXPROCS=%d", brand, runtime.GOMAXPROCS(0))
+}
+
+// buildID names the build of this binary (its VCS revision or module
+// version), so that a new engine is measured anew.
+func buildID() string {
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "unknown"
+	}
+	id := bi.Main.Version
+	for _, s := range bi.Settings {
+		if s.Key == "vcs.revision" || s.Key == "vcs.modified" {
+			id += " " + s.Key + "=" + s.Value
+		}
+	}
+	return id
+}
+
+// newMeasureKey builds the cache key of a model path, its description and a span.
+func newMeasureKey(path string, info swarm.ModelInfo, span swarm.Span) (measureKey, error) {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return measureKey{}, err
+	}
+	st, err := os.Stat(abs)
+	if err != nil {
+		return measureKey{}, err
+	}
+	return measureKey{
+		Schema: measureSchema, ModelPath: abs, ModelSize: st.Size(), ModelMtime: st.ModTime().UnixNano(),
+		Model: info, Span: span, CPU: cpuid.CPU.BrandName, GOMAXPROCS: runtime.GOMAXPROCS(0),
+		GOARCH: runtime.GOARCH, Build: buildID(),
+	}, nil
+}
+
+// file returns the cache file of the key under dir.
+func (k measureKey) file(dir string) string {
+	b, _ := json.Marshal(k) // plain data: cannot fail
+	sum := sha256.Sum256(b)
+	return filepath.Join(dir, "measure-"+hex.EncodeToString(sum[:8])+".json")
+}
+
+// cacheEntry is the content of a cache file.
+type cacheEntry struct {
+	Key    measureKey `json:"key"`
+	Timing timing     `json:"timing"`
+}
+
+// loadTiming reads a cached measurement; ok is false when there is none
+// for exactly this key.
+func loadTiming(dir string, key measureKey) (timing, bool) {
+	b, err := os.ReadFile(key.file(dir))
+	if err != nil {
+		return timing{}, false
+	}
+	var e cacheEntry
+	if err := json.Unmarshal(b, &e); err != nil {
+		return timing{}, false
+	}
+	want, _ := json.Marshal(key)
+	got, _ := json.Marshal(e.Key)
+	if string(want) != string(got) || !(e.Timing.Tau > 0) {
+		return timing{}, false
+	}
+	return e.Timing, true
+}
+
+// storeTiming writes a measurement to the cache atomically (temporary file,
+// then rename).
+func storeTiming(dir string, key measureKey, t timing) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	b, err := json.MarshalIndent(cacheEntry{Key: key, Timing: t}, "", "  ")
+	if err != nil {
+		return err
+	}
+	tmp, err := os.CreateTemp(dir, ".measure-*")
+	if err != nil {
+		return err
+	}
+	if _, err := tmp.Write(b); err != nil {
+		tmp.Close()
+		os.Remove(tmp.Name())
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		os.Remove(tmp.Name())
+		return err
+	}
+	return os.Rename(tmp.Name(), key.file(dir))
+}
+
+// defaultMeasureDir is os.UserCacheDir()/swarm/measure.
+func defaultMeasureDir() (string, error) {
+	d, err := os.UserCacheDir()
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(d, "swarm", "measure"), nil
+}
+
+// measure times the engine's whole span: tau is the median of decodeSteps
+// single-token decode steps divided by the span length; tauI(l) is the
+// least-squares line through the median prefill time per block of inputs of
+// each length in prefillLengths (gonum stat.LinearRegression), refit through
+// the origin if the intercept comes out negative. Inputs are fixed
+// pseudo-activations of unit scale: the engine's time does not depend on
+// the values.
+func measure(e blocks.Engine) (timing, error) {
+	info := e.Info()
+	span := e.Span()
+	maxLen := info.MaxSeqLen
+	if maxLen <= 0 {
+		maxLen = 2048
+	}
+	lengths := make([]int, 0, len(prefillLengths))
+	for _, l := range prefillLengths {
+		if l <= maxLen {
+			lengths = append(lengths, l)
+		}
+	}
+	longest := max(slices.Max(lengths), min(decodeSteps+1, maxLen))
+	sess, err := e.NewSession(span, longest)
+	if err != nil {
+		return timing{}, fmt.Errorf("%w: %w", ErrMeasure, err)
+	}
+	defer sess.Close()
+	d := info.DModel
+	input := make([]float32, longest*d)
+	for i := range input {
+		input[i] = float32(math.Sin(float64(i) * 0.7))
+	}
+	forward := func(pos, n int) (float64, error) {
+		start := time.Now()
+		_, err := sess.Forward(pos, input[:n*d], n)
+		return time.Since(start).Seconds(), err
+	}
+
+	// Decode: position 0 warms up, then one token at a time.
+	if _, err := forward(0, 1); err != nil {
+		return timing{}, fmt.Errorf("%w: %w", ErrMeasure, err)
+	}
+	steps := min(decodeSteps, longest-1)
+	dec := make([]float64, 0, steps)
+	for p := 1; p <= steps; p++ {
+		s, err := forward(p, 1)
+		if err != nil {
+			return timing{}, fmt.Errorf("%w: %w", ErrMeasure, err)
+		}
+		dec = append(dec, s)
+	}
+	if len(dec) == 0 { // a model whose context is a single token
+		s, err := forward(0, 1)
+		if err != nil {
+			return timing{}, fmt.Errorf("%w: %w", ErrMeasure, err)
+		}
+		dec = append(dec, s)
+	}
+	m := float64(span.Len())
+	tau := median(dec) / m
+
+	// Prefill: each length from position 0 (Forward truncates the cache).
+	xs := make([]float64, len(lengths))
+	ys := make([]float64, len(lengths))
+	for i, l := range lengths {
+		reps := make([]float64, prefillReps)
+		for r := range reps {
+			if reps[r], err = forward(0, l); err != nil {
+				return timing{}, fmt.Errorf("%w: %w", ErrMeasure, err)
+			}
+		}
+		xs[i], ys[i] = float64(l), median(reps)/m
+	}
+	fit := fitPrefill(xs, ys)
+	if !(tau > 0) {
+		tau = math.SmallestNonzeroFloat64 // a clock too coarse for the span
+	}
+	return timing{Tau: tau, TauI: fit, Detail: api.Measurement{
+		DecodeSteps: len(dec), PrefillLengths: lengths, PrefillSeconds: ys,
+		Hardware: hardware(), MeasuredAt: time.Now().UTC().Format(time.RFC3339),
+	}}, nil
+}
+
+// fitPrefill fits tauI(l) = Intercept + Slope*l by least squares; a single
+// point or a negative intercept gives the fit through the origin.
+func fitPrefill(xs, ys []float64) swarm.PrefillFit {
+	if len(xs) >= 2 {
+		alpha, beta := stat.LinearRegression(xs, ys, nil, false)
+		if alpha >= 0 && beta >= 0 && !math.IsNaN(alpha+beta) {
+			return swarm.PrefillFit{Intercept: alpha, Slope: beta}
+		}
+	}
+	_, beta := stat.LinearRegression(xs, ys, nil, true)
+	return swarm.PrefillFit{Slope: max(beta, 0)}
+}
+
+// median returns the median of xs (the mean of the middle two for an even
+// count); xs is reordered.
+func median(xs []float64) float64 {
+	slices.Sort(xs)
+	n := len(xs)
+	if n%2 == 1 {
+		return xs[n/2]
+	}
+	return (xs[n/2-1] + xs[n/2]) / 2
+}
+
+// loadOrMeasure returns the cached timing for key or measures the engine
+// and caches the result. Cache trouble is reported through warn and never
+// fails the start.
+func loadOrMeasure(e blocks.Engine, dir string, key measureKey, remeasure bool, warn func(msg string, err error)) (timing, error) {
+	if dir != "" && !remeasure {
+		if t, ok := loadTiming(dir, key); ok {
+			t.Detail.Cached = true
+			return t, nil
+		}
+	}
+	t, err := measure(e)
+	if err != nil {
+		return timing{}, err
+	}
+	if dir != "" {
+		if err := storeTiming(dir, key, t); err != nil {
+			warn("cannot cache the measurement", err)
+		}
+	}
+	return t, nil
+}
+

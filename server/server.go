@@ -1,0 +1,335 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/gorilla/websocket"
+
+	"github.com/swarmllm/swarm/blocks"
+	"github.com/swarmllm/swarm/server/admission"
+	"github.com/swarmllm/swarm/server/api"
+	"github.com/swarmllm/swarm/swarm"
+	"github.com/swarmllm/swarm/swarm/wire"
+)
+
+// Server hosts one span of a model. Create it with New, serve websockets
+// with Serve (or mount Handler) and other transports with ServeConn, stop it
+// with Shutdown (graceful) and release it with Close.
+type Server struct {
+	cfg        Config
+	log        *slog.Logger
+	engine     blocks.Engine
+	info       swarm.ModelInfo
+	maxLength  int // longest session accepted: the model's context
+	memory     int64
+	adm        *admission.Controller
+	timing     timing
+	maxPayload int // largest frame payload accepted, bytes
+	upgrader   websocket.Upgrader
+
+	draining chan struct{} // closed when Shutdown starts
+	conns    sync.WaitGroup
+
+	mu sync.Mutex
+	// Guarded by mu.
+	connsLocked     map[*conn]struct{}
+	closedLocked    bool // no new connection is served
+	endpointsLocked []string
+}
+
+// New loads the span cfg.Blocks of the model cfg.Model (only its blocks'
+// weights), sets up admission by memory model (2) and measures tau and tauI
+// (or reads them from the measurement cache). logger receives the server's
+// logs; nil discards them.
+//
+// Errors wrap ErrBadConfig (bad flags, a span outside the model, memory
+// smaller than the span's weights), ErrMeasure, ctx.Err(), or the model
+// loader's errors (blocks.ErrFormat, file system errors).
+func New(ctx context.Context, cfg Config, logger *slog.Logger) (*Server, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	var opts []blocks.Option
+	if cfg.Tokenizer != "" {
+		opts = append(opts, blocks.WithTokenizer(cfg.Tokenizer))
+	}
+	m, err := blocks.Open(cfg.Model, opts...)
+	if err != nil {
+		return nil, fmt.Errorf("server: %w", err)
+	}
+	defer m.Close()
+	info := m.Info()
+	if err := cfg.Blocks.Validate(info.NBlocks); err != nil {
+		return nil, fmt.Errorf("%w: --blocks: %w", ErrBadConfig, err)
+	}
+	engine, err := m.LoadSpan(cfg.Blocks)
+	if err != nil {
+		return nil, fmt.Errorf("server: load blocks %s: %w", cfg.Blocks, err)
+	}
+	s, err := newServer(ctx, cfg, logger, engine)
+	if err != nil {
+		engine.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// newServer finishes New once the engine is loaded.
+func newServer(ctx context.Context, cfg Config, log *slog.Logger, engine blocks.Engine) (*Server, error) {
+	info := engine.Info()
+	maxLength := info.MaxSeqLen
+	if maxLength <= 0 {
+		maxLength = 2048
+	}
+	memory := cfg.MemoryBytes
+	if memory == 0 {
+		memory = engine.WeightBytes() + DefaultMemorySessions*int64(cfg.Blocks.Len())*info.CacheBytes(maxLength)
+	}
+	adm, err := admission.New(admission.Config{
+		Model: info, Span: cfg.Blocks, WeightBytes: engine.WeightBytes(),
+		MemoryBytes: memory, MaxSessions: cfg.MaxSessions,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("%w: --memory %d: %w", ErrBadConfig, memory, err)
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("server: %w", err)
+	}
+	dir := cfg.MeasureCacheDir
+	if dir == "" {
+		if dir, err = defaultMeasureDir(); err != nil {
+			log.Warn("no measurement cache", "err", err)
+			dir = ""
+		}
+	}
+	key, err := newMeasureKey(cfg.Model, info, cfg.Blocks)
+	if err != nil {
+		log.Warn("measurement cache disabled: cannot identify the model file", "err", err)
+		dir = ""
+	}
+	t, err := loadOrMeasure(engine, dir, key, cfg.Remeasure, func(msg string, err error) { log.Warn(msg, "dir", dir, "err", err) })
+	if err != nil {
+		return nil, err
+	}
+	log.Info("measured span", "span", cfg.Blocks.String(), "tau", t.Tau, "tauI_intercept", t.TauI.Intercept,
+		"tauI_slope", t.TauI.Slope, "cached", t.Detail.Cached, "hardware", t.Detail.Hardware)
+	return &Server{
+		cfg: cfg, log: log, engine: engine, info: info, maxLength: maxLength, memory: memory,
+		adm: adm, timing: t,
+		maxPayload: wire.MaxStepPayload(maxLength, info.DModel),
+		upgrader: websocket.Upgrader{
+			// Clients are programs, not browsers: any origin may connect.
+			CheckOrigin: func(*http.Request) bool { return true },
+		},
+		draining:    make(chan struct{}),
+		connsLocked: map[*conn]struct{}{},
+	}, nil
+}
+
+// ModelInfo describes the model the hosted span belongs to.
+func (s *Server) ModelInfo() swarm.ModelInfo { return s.info }
+
+// Tau returns the measured decode time per block per token tau_j, in
+// seconds, and the prefill fit tauI_j(l) (paper 003 Sec. 2.2).
+func (s *Server) Tau() (float64, swarm.PrefillFit) { return s.timing.Tau, s.timing.TauI }
+
+// isDraining reports whether Shutdown has started.
+func (s *Server) isDraining() bool {
+	select {
+	case <-s.draining:
+		return true
+	default:
+		return false
+	}
+}
+
+// Info returns the document of GET /v1/info: swarm.ServerInfo (span, tau,
+// tauI, memory, cache bytes free, per-session load of eq. 20), the model,
+// the state and the admission snapshot.
+func (s *Server) Info() api.Info {
+	snap := s.adm.Snapshot()
+	s.mu.Lock()
+	endpoints := append([]string(nil), s.endpointsLocked...)
+	s.mu.Unlock()
+	id := ""
+	if len(endpoints) > 0 {
+		id = endpoints[0]
+	}
+	state := api.StateServing
+	if s.isDraining() {
+		state = api.StateDraining
+	}
+	return api.Info{
+		ServerInfo: swarm.ServerInfo{
+			ID: id, Model: s.info.Name, Span: s.cfg.Blocks, ModelBlocks: s.info.NBlocks,
+			Tau: s.timing.Tau, TauI: s.timing.TauI,
+			MemoryBytes: s.memory, CacheBytesCapacity: s.adm.CacheBudget(), CacheBytesFree: snap.CacheBytesFree,
+			Sessions: snap.Loads(), Endpoints: endpoints, ProtocolVersion: swarm.ProtocolVersion,
+		},
+		ModelInfo:   s.info,
+		State:       state,
+		MaxLength:   s.maxLength,
+		Measurement: s.timing.Detail,
+		Admission:   snap,
+	}
+}
+
+// Handler serves GET /v1/info (JSON) and GET /v1/inference (websocket
+// upgrade; one wire frame per binary message).
+func (s *Server) Handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET "+api.InfoPath, s.serveInfo)
+	mux.HandleFunc("GET "+api.InferencePath, s.serveInference)
+	return mux
+}
+
+func (s *Server) serveInfo(w http.ResponseWriter, r *http.Request) {
+	if !wait(r.Context(), s.cfg.EmulateLatency) {
+		return
+	}
+	b, err := json.MarshalIndent(s.Info(), "", "  ")
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Write(append(b, '\n'))
+}
+
+func (s *Server) serveInference(w http.ResponseWriter, r *http.Request) {
+	ws, err := s.upgrader.Upgrade(w, r, nil)
+	if err != nil {
+		s.log.Debug("websocket upgrade failed", "remote", r.RemoteAddr, "err", err)
+		return // the upgrader answered with an HTTP error
+	}
+	s.ServeConn(api.NewWebsocket(ws, s.maxPayload))
+}
+
+// ServeConn serves the sessions of one connection until it ends or the
+// server shuts down, then closes it and releases its sessions. Use it for
+// transports other than the websocket of Handler (e.g. a libp2p stream
+// wrapped with api.NewStream).
+func (s *Server) ServeConn(fc api.FrameConn) {
+	c := newConn(s, fc)
+	s.mu.Lock()
+	if s.closedLocked {
+		s.mu.Unlock()
+		c.sendNow(wire.NewError("", wire.CodeShuttingDown, errDraining))
+		fc.Close()
+		return
+	}
+	s.connsLocked[c] = struct{}{}
+	s.conns.Add(1)
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		delete(s.connsLocked, c)
+		s.mu.Unlock()
+		s.conns.Done()
+	}()
+	c.serve()
+}
+
+// Serve serves Handler on ln and sets the advertised endpoint from ln's
+// address. When ctx ends it shuts down gracefully (see Shutdown) and
+// returns nil; it returns the listener's error if serving fails first.
+func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
+	s.mu.Lock()
+	s.endpointsLocked = []string{"ws://" + ln.Addr().String() + api.InferencePath}
+	s.mu.Unlock()
+	hs := &http.Server{
+		Handler:           s.Handler(),
+		ReadHeaderTimeout: 30 * time.Second,
+		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelDebug),
+	}
+	served := make(chan error, 1)
+	go func() { served <- hs.Serve(ln) }()
+	select {
+	case err := <-served:
+		s.Shutdown(context.Background())
+		return fmt.Errorf("server: serve %s: %w", ln.Addr(), err)
+	case <-ctx.Done():
+	}
+	s.Shutdown(context.Background())
+	// The websockets are closed; stop the listener and idle HTTP connections.
+	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := hs.Shutdown(sctx); err != nil {
+		hs.Close()
+	}
+	if err := <-served; !errors.Is(err, http.ErrServerClosed) {
+		return fmt.Errorf("server: serve %s: %w", ln.Addr(), err)
+	}
+	return nil
+}
+
+// Shutdown stops the server gracefully: it stops admitting (queued and new
+// Opens get wire.CodeShuttingDown, /v1/info shows state "draining"), lets
+// open sessions run until they close or Config.DrainTimeout passes (or ctx
+// ends), then sends each remaining session an Error frame with
+// CodeShuttingDown so that its client fails over, and closes every
+// connection. It returns once all connections are closed. It is idempotent.
+func (s *Server) Shutdown(ctx context.Context) {
+	s.mu.Lock()
+	first := !s.isDraining()
+	if first {
+		close(s.draining)
+	}
+	s.mu.Unlock()
+	if first {
+		s.log.Info("shutting down: not admitting new sessions", "open_sessions", len(s.adm.Snapshot().Open), "drain_timeout", s.cfg.DrainTimeout)
+	}
+	dctx, cancel := context.WithTimeout(ctx, s.cfg.DrainTimeout)
+	err := s.adm.Drain(dctx)
+	cancel()
+	s.mu.Lock()
+	s.closedLocked = true
+	conns := make([]*conn, 0, len(s.connsLocked))
+	for c := range s.connsLocked {
+		conns = append(conns, c)
+	}
+	s.mu.Unlock()
+	if err != nil {
+		s.log.Warn("drain timeout: telling the remaining sessions to fail over", "open_sessions", len(s.adm.Snapshot().Open))
+	}
+	for _, c := range conns {
+		c.abort(fmt.Errorf("%w: the drain timeout of %v passed", errDraining, s.cfg.DrainTimeout))
+	}
+	s.conns.Wait()
+}
+
+// Close releases the engine's weights. Call it after Serve returned (or
+// Shutdown); sessions still running fail.
+func (s *Server) Close() error {
+	s.mu.Lock()
+	s.closedLocked = true
+	s.mu.Unlock()
+	return s.engine.Close()
+}
+
+// wait blocks for d (the emulated latency) or until ctx ends, and reports
+// whether the full delay passed.
+func wait(ctx context.Context, d time.Duration) bool {
+	if d <= 0 {
+		return ctx.Err() == nil
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}

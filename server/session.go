@@ -1,0 +1,168 @@
+package server
+
+import (
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/swarmllm/swarm/blocks"
+	"github.com/swarmllm/swarm/server/admission"
+	"github.com/swarmllm/swarm/swarm"
+	"github.com/swarmllm/swarm/swarm/wire"
+)
+
+// maxQueuedSteps bounds the steps a client may have in flight on one
+// session; a normal client waits for each Result before the next Step.
+const maxQueuedSteps = 64
+
+// session is one admitted session: its attention caches (a blocks.Session
+// over the sub-span to process), its admission grant, and a worker that
+// runs its steps in order.
+type session struct {
+	c         *conn
+	id        string
+	dtype     swarm.DType
+	span      swarm.Span
+	maxLength int
+	es        blocks.Session
+	grant     *admission.Grant
+	kick      chan struct{} // 1-buffered: the queue changed
+
+	mu sync.Mutex
+	// Guarded by mu.
+	queueLocked   []*wire.Step
+	closingLocked bool
+
+	// Worker-only state.
+	lastStep time.Time
+	interval float64 // moving average of the time between steps, seconds
+}
+
+func newSession(c *conn, id string, o *wire.Open, es blocks.Session, g *admission.Grant) *session {
+	return &session{
+		c: c, id: id, dtype: o.DType, span: o.Span, maxLength: o.MaxLength,
+		es: es, grant: g, kick: make(chan struct{}, 1),
+	}
+}
+
+// enqueue hands a step to the worker.
+func (s *session) enqueue(st *wire.Step) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.queueLocked) >= maxQueuedSteps {
+		return fmt.Errorf("%w: %d steps of session %q are already waiting for their results", errOverload, len(s.queueLocked), s.id)
+	}
+	s.queueLocked = append(s.queueLocked, st)
+	s.signal()
+	return nil
+}
+
+// requestClose makes the worker close the session after its queued steps.
+func (s *session) requestClose() {
+	s.mu.Lock()
+	s.closingLocked = true
+	s.mu.Unlock()
+	s.signal()
+}
+
+func (s *session) signal() {
+	select {
+	case s.kick <- struct{}{}:
+	default:
+	}
+}
+
+// next pops the next queued step; closing reports a requested close once
+// the queue is empty.
+func (s *session) next() (st *wire.Step, closing bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.queueLocked) > 0 {
+		st = s.queueLocked[0]
+		s.queueLocked[0] = nil
+		s.queueLocked = s.queueLocked[1:]
+		return st, false
+	}
+	return nil, s.closingLocked
+}
+
+// run is the session's worker: it computes queued steps in order until the
+// session is closed or the connection ends, then releases the caches and,
+// for a Close, answers Closed (after the release, so that a client that sees
+// Closed knows the room is free).
+func (s *session) run() {
+	for {
+		select {
+		case <-s.c.ctx.Done():
+			s.release()
+			return
+		case <-s.kick:
+		}
+		for {
+			st, closing := s.next()
+			if st != nil {
+				s.forward(st)
+				continue
+			}
+			if closing {
+				s.release()
+				s.c.log.Info("session closed", "session", s.id)
+				s.c.send(&wire.Closed{SessionID: s.id})
+				return
+			}
+			break
+		}
+	}
+}
+
+// release frees the attention caches and the admission grant.
+func (s *session) release() {
+	s.es.Close()
+	s.grant.Release()
+}
+
+// forward runs one step through the session's blocks and answers Result
+// (or Error).
+func (s *session) forward(st *wire.Step) {
+	h := st.Hidden
+	d := s.c.s.info.DModel
+	switch {
+	case h.DType != s.dtype:
+		s.c.sendError(s.id, fmt.Errorf("%w: step in %s, the session was opened with %s", errDType, h.DType, s.dtype))
+		return
+	case h.DModel != d:
+		s.c.sendError(s.id, fmt.Errorf("%w: hidden states [%d, %d], want [n, %d] (d_model)", errShape, h.NTokens, h.DModel, d))
+		return
+	}
+	now := time.Now()
+	out, err := s.es.Forward(st.Position, h.Data, h.NTokens)
+	compute := time.Since(now)
+	if err != nil {
+		s.c.sendError(s.id, fmt.Errorf("server: step at position %d: %w", st.Position, err))
+		return
+	}
+	s.updateRemaining(now, compute)
+	s.c.send(&wire.Result{
+		SessionID: s.id, Position: st.Position, Compute: compute.Seconds(),
+		Hidden: wire.Hidden{DType: s.dtype, NTokens: h.NTokens, DModel: d, Data: out},
+	})
+}
+
+// updateRemaining refreshes the session's estimated remaining time T_r of
+// paper 003 eq. (20): the positions left times the average time between
+// steps (which includes the client's and the other servers' time), at least
+// this server's compute time for them.
+func (s *session) updateRemaining(start time.Time, compute time.Duration) {
+	if !s.lastStep.IsZero() {
+		gap := start.Sub(s.lastStep).Seconds()
+		if s.interval == 0 {
+			s.interval = gap
+		} else {
+			s.interval = 0.8*s.interval + 0.2*gap
+		}
+	}
+	s.lastStep = start
+	left := float64(s.maxLength - s.es.Len())
+	perStep := max(s.interval, compute.Seconds(), float64(s.span.Len())*s.c.s.timing.Tau)
+	s.grant.SetRemaining(left * perStep)
+}
