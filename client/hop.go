@@ -1,0 +1,207 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/swarmllm/swarm/server/admission"
+	"github.com/swarmllm/swarm/server/api"
+	"github.com/swarmllm/swarm/swarm"
+	"github.com/swarmllm/swarm/swarm/wire"
+)
+
+// hopConn is one open session at one server: a frame connection, a reader
+// goroutine that hands frames over, and the session id the server granted.
+type hopConn struct {
+	ep      api.Endpoint
+	fc      api.FrameConn
+	sid     string
+	dtype   swarm.DType
+	frames  chan wire.Frame // from the reader; closed when it stops
+	readErr error           // why the reader stopped; read after frames closes
+	quit    chan struct{}   // closed to stop the reader
+	done    chan struct{}   // closed when the reader has stopped
+	once    sync.Once       // closes quit
+}
+
+// openHop dials ep and opens a session processing span for up to
+// maxLength tokens, waiting (with Waiting frames reported to onWait) up to
+// the alloc timeout for the server's admission.
+func openHop(ctx context.Context, cfg *config, ep api.Endpoint, model string, span swarm.Span, maxLength, dModel int) (*hopConn, error) {
+	timeout := cfg.allocTimeout + cfg.stepTimeout
+	dctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	fc, err := cfg.dial(dctx, ep, wire.MaxStepPayload(maxLength, dModel))
+	if err != nil {
+		return nil, err
+	}
+	h := &hopConn{
+		ep: ep, fc: fc, dtype: cfg.wireDType,
+		frames: make(chan wire.Frame, 16), quit: make(chan struct{}), done: make(chan struct{}),
+	}
+	go h.read()
+	open := &wire.Open{Model: model, Span: span, MaxLength: maxLength, DType: cfg.wireDType, AllocTimeout: cfg.allocTimeout.Seconds()}
+	if err := fc.WriteFrame(open); err != nil {
+		h.abort()
+		return nil, fmt.Errorf("client: open at %s: %w", ep.Inference, err)
+	}
+	timer := time.NewTimer(timeout)
+	defer timer.Stop()
+	for {
+		select {
+		case f, ok := <-h.frames:
+			if !ok {
+				h.abort()
+				return nil, fmt.Errorf("client: open at %s: %w", ep.Inference, h.readErr)
+			}
+			switch f := f.(type) {
+			case *wire.Waiting:
+				cfg.log.Info("server queues the session for cache room", "server", ep.Inference, "span", span.String(),
+					"position", f.Position, "queue", f.QueueLen, "estimated_wait", f.EstimatedWait)
+				if cfg.onWait != nil {
+					cfg.onWait(WaitEvent{Server: ep.Inference, Span: span, Position: f.Position, QueueLen: f.QueueLen,
+						EstimatedWait: admission.DurationFromSeconds(f.EstimatedWait)})
+				}
+			case *wire.Granted:
+				if f.DType != cfg.wireDType {
+					h.abort()
+					return nil, fmt.Errorf("%w: %s granted dtype %s, asked %s", ErrProtocol, ep.Inference, f.DType, cfg.wireDType)
+				}
+				h.sid = f.SessionID
+				return h, nil
+			case *wire.Error:
+				h.abort()
+				return nil, fmt.Errorf("client: open blocks %s at %s: %w", span, ep.Inference, f)
+			default:
+				h.abort()
+				return nil, fmt.Errorf("%w: %s answered Open with %s", ErrProtocol, ep.Inference, f.Type())
+			}
+		case <-timer.C:
+			h.abort()
+			return nil, fmt.Errorf("%w: %s did not grant the session within %v", ErrStepTimeout, ep.Inference, timeout)
+		case <-ctx.Done():
+			h.abort()
+			return nil, fmt.Errorf("client: open at %s: %w", ep.Inference, ctx.Err())
+		}
+	}
+}
+
+// read hands frames to h.frames until the connection ends or quit closes.
+func (h *hopConn) read() {
+	defer close(h.done)
+	defer close(h.frames)
+	for {
+		f, err := h.fc.ReadFrame()
+		if err != nil {
+			h.readErr = err
+			return
+		}
+		select {
+		case h.frames <- f:
+		case <-h.quit:
+			h.readErr = api.ErrClosed
+			return
+		}
+	}
+}
+
+// stepResult is a Result with the client-side timings.
+type stepResult struct {
+	hidden  []float32
+	compute time.Duration // server-reported compute
+	rtt     time.Duration // round trip minus compute: t_cj (eq. 1)
+}
+
+// step sends hidden states [n, d] at position pos and waits up to timeout
+// for their Result.
+func (h *hopConn) step(ctx context.Context, pos int, x []float32, n, d int, timeout time.Duration) (stepResult, error) {
+	start := time.Now()
+	st := &wire.Step{SessionID: h.sid, Position: pos, Hidden: wire.Hidden{DType: h.dtype, NTokens: n, DModel: d, Data: x}}
+	if err := h.fc.WriteFrame(st); err != nil {
+		return stepResult{}, fmt.Errorf("client: step at %s: %w", h.ep.Inference, err)
+	}
+	timer := time.NewTimer(timeout)
+	defer timer.Stop()
+	for {
+		select {
+		case f, ok := <-h.frames:
+			if !ok {
+				return stepResult{}, fmt.Errorf("client: step at %s: %w", h.ep.Inference, h.readErr)
+			}
+			switch f := f.(type) {
+			case *wire.Result:
+				if f.SessionID != h.sid || f.Position != pos || f.Hidden.NTokens != n || f.Hidden.DModel != d {
+					return stepResult{}, fmt.Errorf("%w: %s answered step (session %q, position %d, [%d, %d]) with result (session %q, position %d, [%d, %d])",
+						ErrProtocol, h.ep.Inference, h.sid, pos, n, d, f.SessionID, f.Position, f.Hidden.NTokens, f.Hidden.DModel)
+				}
+				elapsed := time.Since(start)
+				compute := admission.DurationFromSeconds(f.Compute)
+				return stepResult{hidden: f.Hidden.Data, compute: compute, rtt: max(elapsed-compute, 0)}, nil
+			case *wire.Error:
+				return stepResult{}, fmt.Errorf("client: step at %s: %w", h.ep.Inference, f)
+			case *wire.Waiting:
+				// A late status of the Open's wait: harmless.
+			default:
+				return stepResult{}, fmt.Errorf("%w: %s answered Step with %s", ErrProtocol, h.ep.Inference, f.Type())
+			}
+		case <-timer.C:
+			return stepResult{}, fmt.Errorf("%w: %s gave no result for position %d within %v", ErrStepTimeout, h.ep.Inference, pos, timeout)
+		case <-ctx.Done():
+			return stepResult{}, fmt.Errorf("client: step at %s: %w", h.ep.Inference, ctx.Err())
+		}
+	}
+}
+
+// close ends the session politely (Close, then Closed within timeout) and
+// closes the connection.
+func (h *hopConn) close(timeout time.Duration) error {
+	defer h.abort()
+	if err := h.fc.WriteFrame(&wire.Close{SessionID: h.sid}); err != nil {
+		return fmt.Errorf("client: close at %s: %w", h.ep.Inference, err)
+	}
+	timer := time.NewTimer(timeout)
+	defer timer.Stop()
+	for {
+		select {
+		case f, ok := <-h.frames:
+			if !ok {
+				return fmt.Errorf("client: close at %s: %w", h.ep.Inference, h.readErr)
+			}
+			switch f := f.(type) {
+			case *wire.Closed:
+				return nil
+			case *wire.Error:
+				return fmt.Errorf("client: close at %s: %w", h.ep.Inference, f)
+			}
+		case <-timer.C:
+			return fmt.Errorf("%w: %s did not confirm Close within %v", ErrStepTimeout, h.ep.Inference, timeout)
+		}
+	}
+}
+
+// abort closes the connection at once and waits for the reader. It is
+// idempotent.
+func (h *hopConn) abort() {
+	h.once.Do(func() { close(h.quit) })
+	h.fc.Close()
+	<-h.done
+}
+
+// failoverWorthy reports whether a hop's error means "use another server":
+// the connection broke, the step timed out, or the server reported that it
+// is shutting down, lost the session or failed internally. Errors about the
+// request itself (position, shape, dtype) are bugs and end the session.
+func failoverWorthy(err error) bool {
+	var we *wire.Error
+	if errors.As(err, &we) {
+		switch we.Code {
+		case wire.CodeShuttingDown, wire.CodeUnknownSession, wire.CodeInternal, wire.CodeTimeout, wire.CodeNoRoom, wire.CodeBadFrame:
+			return true
+		}
+		return false
+	}
+	return errors.Is(err, api.ErrClosed) || errors.Is(err, ErrStepTimeout) || errors.Is(err, ErrProtocol)
+}

@@ -1,0 +1,229 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/gorilla/websocket"
+
+	"github.com/swarmllm/swarm/server/api"
+	"github.com/swarmllm/swarm/swarm"
+)
+
+// Sentinel errors callers can test with errors.Is.
+var (
+	// ErrBadOption: an Option's argument is out of range.
+	ErrBadOption = errors.New("client: bad option")
+	// ErrNoChain: no chain of usable servers covers the blocks; the
+	// concrete error is a *NoChainError naming the uncovered blocks.
+	ErrNoChain = errors.New("client: no chain of servers")
+	// ErrModelMismatch: a server hosts another model than the client's.
+	ErrModelMismatch = errors.New("client: model mismatch")
+	// ErrStepTimeout: a server did not answer a step within the step
+	// timeout.
+	ErrStepTimeout = errors.New("client: step timed out")
+	// ErrFailover: a hop failed and no replacement could take over.
+	ErrFailover = errors.New("client: failover failed")
+	// ErrClosed: the session is closed.
+	ErrClosed = errors.New("client: session closed")
+	// ErrProtocol: a server answered with a frame the protocol does not
+	// allow there.
+	ErrProtocol = errors.New("client: protocol violation")
+	// ErrArgument: a call's argument is out of range (position, length).
+	ErrArgument = errors.New("client: bad argument")
+)
+
+// Dialer opens a frame connection to a server's inference endpoint. The
+// default dials the websocket ep.Inference; a libp2p transport supplies its
+// own.
+type Dialer func(ctx context.Context, ep api.Endpoint, maxPayload int) (api.FrameConn, error)
+
+// WaitEvent reports that a server queued a session's Open for cache room
+// (a Waiting frame, paper 003 eq. 20).
+type WaitEvent struct {
+	// Server is the server's inference URL.
+	Server string
+	// Span is the blocks the session asked it to process.
+	Span swarm.Span
+	// Position is the number of sessions queued ahead (0 = next).
+	Position int
+	// QueueLen is the number of sessions queued, this one included.
+	QueueLen int
+	// EstimatedWait is the server's estimate of the wait.
+	EstimatedWait time.Duration
+}
+
+// Option configures New.
+type Option func(*config) error
+
+type config struct {
+	stepTimeout  time.Duration
+	allocTimeout time.Duration
+	infoTimeout  time.Duration
+	wireDType    swarm.DType
+	replayChunk  int
+	maxFailovers int
+	log          *slog.Logger
+	httpClient   *http.Client
+	dial         Dialer
+	onWait       func(WaitEvent)
+}
+
+// Defaults, all in one place.
+const (
+	// DefaultStepTimeout bounds one decode step at one server.
+	DefaultStepTimeout = 30 * time.Second
+	// DefaultAllocTimeout is how long a server may queue a session for
+	// cache room (alloc_timeout of Open).
+	DefaultAllocTimeout = 30 * time.Second
+	// DefaultInfoTimeout bounds one GET /v1/info.
+	DefaultInfoTimeout = 10 * time.Second
+	// DefaultMaxFailovers bounds the hop replacements of one session.
+	DefaultMaxFailovers = 16
+)
+
+func defaultConfig() config {
+	return config{
+		stepTimeout:  DefaultStepTimeout,
+		allocTimeout: DefaultAllocTimeout,
+		infoTimeout:  DefaultInfoTimeout,
+		wireDType:    swarm.DTypeF32,
+		maxFailovers: DefaultMaxFailovers,
+		log:          slog.New(slog.DiscardHandler),
+		httpClient:   &http.Client{},
+		dial:         dialWebsocket,
+	}
+}
+
+// WithStepTimeout sets how long one server may take to answer a decode
+// step (longer inputs get proportionally more, see Session.Forward) before
+// the client fails over. It must be positive.
+func WithStepTimeout(d time.Duration) Option {
+	return func(c *config) error {
+		if d <= 0 {
+			return fmt.Errorf("%w: step timeout %v, want > 0", ErrBadOption, d)
+		}
+		c.stepTimeout = d
+		return nil
+	}
+}
+
+// WithAllocTimeout sets alloc_timeout of Open: how long a server may queue
+// the session for attention-cache room. 0 asks for an immediate answer.
+func WithAllocTimeout(d time.Duration) Option {
+	return func(c *config) error {
+		if d < 0 {
+			return fmt.Errorf("%w: alloc timeout %v, want >= 0", ErrBadOption, d)
+		}
+		c.allocTimeout = d
+		return nil
+	}
+}
+
+// WithInfoTimeout bounds each GET /v1/info of discovery. It must be positive.
+func WithInfoTimeout(d time.Duration) Option {
+	return func(c *config) error {
+		if d <= 0 {
+			return fmt.Errorf("%w: info timeout %v, want > 0", ErrBadOption, d)
+		}
+		c.infoTimeout = d
+		return nil
+	}
+}
+
+// WithWireDType sets the dtype of hidden states on the wire: swarm.DTypeF32
+// (default, exact), DTypeF16 or DTypeBF16 (half the bytes, rounded).
+func WithWireDType(dt swarm.DType) Option {
+	return func(c *config) error {
+		switch dt {
+		case swarm.DTypeF32, swarm.DTypeF16, swarm.DTypeBF16:
+			c.wireDType = dt
+			return nil
+		}
+		return fmt.Errorf("%w: wire dtype %s, want f32, f16 or bf16", ErrBadOption, dt)
+	}
+}
+
+// WithReplayChunk sets how many tokens of history one replay step carries
+// after a failover: 0 (default) sends a hop's whole history in one step
+// (a prefill), n > 0 at most n tokens per step. The engine's prefill and
+// decode give bit-identical attention caches (TestEnginePrefillMatchesDecode),
+// so the chunking does not change the output.
+func WithReplayChunk(n int) Option {
+	return func(c *config) error {
+		if n < 0 {
+			return fmt.Errorf("%w: replay chunk %d, want >= 0", ErrBadOption, n)
+		}
+		c.replayChunk = n
+		return nil
+	}
+}
+
+// WithMaxFailovers bounds how many hop replacements one session may make.
+func WithMaxFailovers(n int) Option {
+	return func(c *config) error {
+		if n < 0 {
+			return fmt.Errorf("%w: max failovers %d, want >= 0", ErrBadOption, n)
+		}
+		c.maxFailovers = n
+		return nil
+	}
+}
+
+// WithLogger sets the logger (default: discard).
+func WithLogger(l *slog.Logger) Option {
+	return func(c *config) error {
+		if l == nil {
+			return fmt.Errorf("%w: nil logger", ErrBadOption)
+		}
+		c.log = l
+		return nil
+	}
+}
+
+// WithHTTPClient sets the HTTP client of GET /v1/info.
+func WithHTTPClient(h *http.Client) Option {
+	return func(c *config) error {
+		if h == nil {
+			return fmt.Errorf("%w: nil HTTP client", ErrBadOption)
+		}
+		c.httpClient = h
+		return nil
+	}
+}
+
+// WithDialer replaces the websocket dialer of the inference endpoint.
+func WithDialer(d Dialer) Option {
+	return func(c *config) error {
+		if d == nil {
+			return fmt.Errorf("%w: nil dialer", ErrBadOption)
+		}
+		c.dial = d
+		return nil
+	}
+}
+
+// WithWaitHook calls f whenever a server queues one of the client's
+// sessions for cache room (from the goroutine opening the session).
+func WithWaitHook(f func(WaitEvent)) Option {
+	return func(c *config) error {
+		c.onWait = f
+		return nil
+	}
+}
+
+// dialWebsocket is the default Dialer.
+func dialWebsocket(ctx context.Context, ep api.Endpoint, maxPayload int) (api.FrameConn, error) {
+	ws, resp, err := websocket.DefaultDialer.DialContext(ctx, ep.Inference, nil)
+	if resp != nil && resp.Body != nil {
+		resp.Body.Close()
+	}
+	if err != nil {
+		return nil, fmt.Errorf("client: dial %s: %w", ep.Inference, err)
+	}
+	return api.NewWebsocket(ws, maxPayload), nil
+}

@@ -1,0 +1,325 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/swarmllm/swarm/swarm"
+)
+
+// chunk is inputs a hop processed: hidden states [n, DModel] at positions
+// pos..pos+n-1.
+type chunk struct {
+	pos, n int
+	data   []float32
+}
+
+// hop is one server of a session's chain with its client-side cache: the
+// hidden states that entered it, per position, in the order sent.
+type hop struct {
+	cand    Candidate
+	span    swarm.Span // blocks it processes
+	conn    *hopConn
+	history []chunk // contiguous from position 0
+	length  int     // positions in history
+	stats   hopStats
+}
+
+// record appends the inputs of a successful step to the history (after
+// truncating it at pos: a step at pos < length replaces what follows).
+func (h *hop) record(pos int, x []float32, n, d int) {
+	h.truncate(pos, d)
+	h.history = append(h.history, chunk{pos: pos, n: n, data: append([]float32(nil), x...)})
+	h.length = pos + n
+}
+
+// truncate drops the history at positions >= pos.
+func (h *hop) truncate(pos, d int) {
+	for len(h.history) > 0 {
+		last := &h.history[len(h.history)-1]
+		switch {
+		case last.pos >= pos:
+			h.history = h.history[:len(h.history)-1]
+			continue
+		case last.pos+last.n > pos:
+			last.n = pos - last.pos
+			last.data = last.data[:last.n*d]
+		}
+		break
+	}
+	h.length = min(h.length, pos)
+}
+
+// Session is one generation's sessions at a chain of servers. It
+// implements blocks.Forwarder. A Session is used by one goroutine at a time
+// (Stats may be called from any).
+type Session struct {
+	c         *Client
+	ctx       context.Context // for Forward, which takes none
+	maxLength int
+	d         int
+
+	mu sync.Mutex
+	// Guarded by mu.
+	hops      []*hop
+	replaced  []HopStats
+	excluded  map[string]error // endpoints that failed this session
+	failovers int
+	closed    bool
+	gen       genStats
+}
+
+// Open opens a session of up to maxLength tokens (prompt plus generated):
+// it discovers the candidates, chooses a chain covering all blocks with
+// WS-RR, and opens a session at each hop (waiting up to the alloc timeout
+// where a server queues it). A server that cannot open its part is left
+// out and the chain chosen again. ctx bounds the opening and becomes the
+// context of Forward (ForwardContext takes its own).
+//
+// Errors: *NoChainError (errors.Is ErrNoChain) naming the uncovered blocks
+// and the servers left out; ErrArgument for maxLength < 1; ctx.Err().
+func (c *Client) Open(ctx context.Context, maxLength int) (*Session, error) {
+	if maxLength < 1 {
+		return nil, fmt.Errorf("%w: max length %d, want >= 1", ErrArgument, maxLength)
+	}
+	if c.model.MaxSeqLen > 0 && maxLength > c.model.MaxSeqLen {
+		return nil, fmt.Errorf("%w: max length %d exceeds the model's context of %d tokens", ErrArgument, maxLength, c.model.MaxSeqLen)
+	}
+	s := &Session{c: c, ctx: ctx, maxLength: maxLength, d: c.model.DModel, excluded: map[string]error{}}
+	whole := c.model.Blocks()
+	for {
+		cands := c.Candidates(ctx)
+		if err := ctx.Err(); err != nil {
+			return nil, fmt.Errorf("client: open: %w", err)
+		}
+		plan, err := route(c.model, cands, s.excluded, whole, maxLength)
+		if err != nil {
+			return nil, err
+		}
+		hops, failed, err := s.openHops(ctx, plan)
+		if err == nil {
+			s.hops = hops
+			c.cfg.log.Info("session open", "chain", chainString(hops))
+			return s, nil
+		}
+		if errCanceled(err) && ctx.Err() != nil {
+			return nil, err
+		}
+		c.cfg.log.Warn("server cannot open its part of the chain: choosing again without it", "server", failed, "err", err)
+		s.excluded[failed] = err
+	}
+}
+
+// openHops opens a session at every planned hop. On failure it closes the
+// ones opened and returns the endpoint that failed.
+func (s *Session) openHops(ctx context.Context, plan []plannedHop) ([]*hop, string, error) {
+	hops := make([]*hop, 0, len(plan))
+	for _, p := range plan {
+		conn, err := openHop(ctx, &s.c.cfg, p.cand.Endpoint, s.c.model.Name, p.span, s.maxLength, s.d)
+		if err != nil {
+			for _, h := range hops {
+				h.conn.abort()
+			}
+			return nil, p.cand.Endpoint.Inference, err
+		}
+		hops = append(hops, &hop{cand: p.cand, span: p.span, conn: conn})
+	}
+	return hops, "", nil
+}
+
+// Forward runs hidden states [nTokens, DModel] at positions
+// pos..pos+nTokens-1 through all blocks, hop by hop, with the context given
+// to Open. See ForwardContext.
+func (s *Session) Forward(pos int, hidden []float32, nTokens int) ([]float32, error) {
+	return s.ForwardContext(s.ctx, pos, hidden, nTokens)
+}
+
+// ForwardContext sends the hidden states to each hop of the chain in turn
+// (hub-spoke) and returns the last hop's output [nTokens, DModel]. pos may
+// be below the session's length (the hops truncate their caches). When a
+// hop fails (connection lost, step timeout, ShuttingDown/Internal/
+// UnknownSession errors), it is replaced by servers covering its blocks,
+// which get the hop's input history replayed at its positions, and the
+// step is retried there.
+//
+// A step of n tokens may take the step timeout times (1 + n/64).
+//
+// Errors: ErrArgument (positions, shape), ErrClosed, ErrFailover (wrapping
+// the hop's error and *NoChainError) when no replacement works, a
+// *wire.Error for a request the server rejects, ctx.Err().
+func (s *Session) ForwardContext(ctx context.Context, pos int, hidden []float32, nTokens int) ([]float32, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch {
+	case s.closed:
+		return nil, ErrClosed
+	case nTokens < 1 || len(hidden) != nTokens*s.d:
+		return nil, fmt.Errorf("%w: %d hidden values for %d tokens of d_model %d", ErrArgument, len(hidden), nTokens, s.d)
+	case pos < 0 || pos+nTokens > s.maxLength:
+		return nil, fmt.Errorf("%w: positions %d..%d outside the session's %d tokens", ErrArgument, pos, pos+nTokens-1, s.maxLength)
+	case pos > s.hops[0].length:
+		return nil, fmt.Errorf("%w: position %d leaves a gap after the %d positions sent", ErrArgument, pos, s.hops[0].length)
+	}
+	x := hidden
+	for i := 0; i < len(s.hops); {
+		h := s.hops[i]
+		r, err := h.conn.step(ctx, pos, x, nTokens, s.d, s.stepTimeout(nTokens))
+		if err == nil {
+			h.record(pos, x, nTokens, s.d)
+			h.stats.add(nTokens, r)
+			x = r.hidden
+			i++
+			continue
+		}
+		if ctx.Err() != nil {
+			return nil, fmt.Errorf("client: %w", ctx.Err())
+		}
+		if !failoverWorthy(err) {
+			return nil, err
+		}
+		if ferr := s.failover(ctx, i, pos, err); ferr != nil {
+			return nil, ferr
+		}
+	}
+	return x, nil
+}
+
+// stepTimeout is the time a step of n tokens may take at one server.
+func (s *Session) stepTimeout(n int) time.Duration {
+	return s.c.cfg.stepTimeout * time.Duration(1+n/64)
+}
+
+// failover replaces hop i, which failed with cause while processing a step
+// at pos: it chooses servers covering the hop's blocks (WS-RR on Lemma 3.1
+// sub-spans), opens sessions there, replays the hop's history (its inputs at
+// positions 0..pos-1; each replacement's outputs feed the next
+// replacement's replay), and splices them into the chain. A replacement
+// that fails is left out and the choice made again.
+func (s *Session) failover(ctx context.Context, i, pos int, cause error) error {
+	failed := s.hops[i]
+	failed.conn.abort()
+	url := failed.cand.Endpoint.Inference
+	s.excluded[url] = cause
+	s.replaced = append(s.replaced, failed.stats.snapshot(failed, cause))
+	log := s.c.cfg.log
+	log.Warn("hop failed: failing over", "hop", i, "server", url, "blocks", failed.span.String(), "position", pos, "err", cause)
+	failed.truncate(pos, s.d) // its inputs from pos on are sent again by the retry
+	for {
+		s.failovers++
+		if s.failovers > s.c.cfg.maxFailovers {
+			return fmt.Errorf("%w: hop %d (blocks %s) failed: %w; giving up after %d replacements", ErrFailover, i, failed.span, cause, s.c.cfg.maxFailovers)
+		}
+		cands := s.c.Candidates(ctx)
+		if err := ctx.Err(); err != nil {
+			return fmt.Errorf("client: failover: %w", err)
+		}
+		plan, err := route(s.c.model, cands, s.excluded, failed.span, s.maxLength)
+		if err != nil {
+			return fmt.Errorf("%w: hop %d at %s (blocks %s) failed: %w; no replacement: %w", ErrFailover, i, url, failed.span, cause, err)
+		}
+		hops, bad, err := s.replace(ctx, plan, failed)
+		if err != nil {
+			if ctx.Err() != nil {
+				return fmt.Errorf("client: failover: %w", ctx.Err())
+			}
+			log.Warn("replacement failed: leaving it out", "server", bad, "err", err)
+			s.excluded[bad] = err
+			continue
+		}
+		s.hops = append(s.hops[:i], append(hops, s.hops[i+1:]...)...)
+		log.Info("failed over", "blocks", failed.span.String(), "replayed_positions", failed.length, "chain", chainString(s.hops))
+		return nil
+	}
+}
+
+// replace opens the planned hops and replays the failed hop's history
+// through them in order. On failure it closes what it opened and returns
+// the endpoint that failed.
+func (s *Session) replace(ctx context.Context, plan []plannedHop, failed *hop) ([]*hop, string, error) {
+	hops, bad, err := s.openHops(ctx, plan)
+	if err != nil {
+		return nil, bad, err
+	}
+	in := failed.history
+	for _, h := range hops {
+		out, err := s.replay(ctx, h, in, failed.length)
+		if err != nil {
+			for _, h := range hops {
+				h.conn.abort()
+			}
+			return nil, h.cand.Endpoint.Inference, err
+		}
+		in = out
+	}
+	return hops, "", nil
+}
+
+// replay sends the inputs in (positions 0..length-1) to h in steps of at
+// most the replay chunk (all at once for 0), records them as h's history,
+// and returns h's outputs as the next hop's inputs.
+func (s *Session) replay(ctx context.Context, h *hop, in []chunk, length int) ([]chunk, error) {
+	if length == 0 {
+		return nil, nil
+	}
+	all := make([]float32, 0, length*s.d)
+	for _, c := range in {
+		all = append(all, c.data...)
+	}
+	step := s.c.cfg.replayChunk
+	if step == 0 {
+		step = length
+	}
+	var out []chunk
+	for pos := 0; pos < length; pos += step {
+		n := min(step, length-pos)
+		x := all[pos*s.d : (pos+n)*s.d]
+		r, err := h.conn.step(ctx, pos, x, n, s.d, s.stepTimeout(n))
+		if err != nil {
+			return nil, fmt.Errorf("client: replay positions %d..%d at %s: %w", pos, pos+n-1, h.cand.Endpoint.Inference, err)
+		}
+		h.record(pos, x, n, s.d)
+		h.stats.replayed += n
+		out = append(out, chunk{pos: pos, n: n, data: r.hidden})
+	}
+	return out, nil
+}
+
+// Close closes the sessions at every hop (Close, then Closed within the
+// step timeout) and the connections. It is idempotent; Stats stay
+// readable.
+func (s *Session) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil
+	}
+	s.closed = true
+	errs := make([]error, len(s.hops))
+	var wg sync.WaitGroup
+	for i, h := range s.hops {
+		wg.Go(func() { errs[i] = h.conn.close(s.c.cfg.stepTimeout) })
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// Chain returns the current chain: each hop's server URL and the blocks it
+// processes.
+func (s *Session) Chain() []HopStats {
+	return s.Stats().Hops
+}
+
+// chainString formats a chain for logs: "URL[0:2] -> URL[2:5]".
+func chainString(hops []*hop) string {
+	out := ""
+	for i, h := range hops {
+		if i > 0 {
+			out += " -> "
+		}
+		out += fmt.Sprintf("%s[%s]", h.cand.Endpoint.Inference, h.span)
+	}
+	return out
+}
