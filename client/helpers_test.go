@@ -76,4 +76,3 @@ func (ts *testServer) stop() {
 	ts.hs.Close()
 	ts.srv.Close()
 }
-

@@ -300,4 +300,3 @@ func loadOrMeasure(e blocks.Engine, dir string, key measureKey, remeasure bool, 
 	}
 	return t, nil
 }
-
