@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/swarmllm/swarm/blocks"
+	"github.com/swarmllm/swarm/client"
 )
 
 // generateOptions are the flags of `swarm generate`.
@@ -26,6 +27,11 @@ type generateOptions struct {
 	sampler   blocks.SamplerConfig
 	seedSet   bool
 	stats     bool
+
+	// --servers only.
+	stepTimeout  time.Duration
+	allocTimeout time.Duration
+	wireDType    string
 }
 
 func newGenerateCmd() *cobra.Command {
@@ -38,8 +44,17 @@ model's blocks and samples up to --max-tokens new tokens, printing the prompt
 and then each token's text as soon as it is sampled, and a final newline.
 Generation stops early when the model samples BOS or EOS.
 
-With --local every block runs in this process. --servers and --bootstrap
-(a chain of swarm servers) are not implemented yet.
+With --local every block runs in this process. With --servers this process
+loads only the model's head (embeddings, final norm, LM head, tokenizer):
+the servers given are candidates; the client reads their /v1/info, checks
+that they serve the same model, measures their round trip times, chooses a
+chain covering all blocks with WS-RR routing, and sends the hidden states to
+each server of the chain in turn. If a server dies, errors or does not
+answer a step within --step-timeout, the client replaces it by other
+candidates covering its blocks, replays that server's input history at the
+same positions and continues: the output is the same as without the
+failure. --bootstrap (discovery through the registry) is not implemented
+yet.
 
 The model is a GGUF file, a llama2.c .bin checkpoint (its tokenizer is
 tokenizer.bin beside it unless --tokenizer says otherwise) or a Hugging Face
@@ -47,7 +62,8 @@ directory (config.json + safetensors + tokenizer.model or tokenizer.json).
 
 Examples:
   swarm generate --local --model stories260K.bin --tokenizer tok512.bin --temperature 0 --max-tokens 200
-  swarm generate --local --model stories260K.gguf --prompt "Once upon a time" --seed 42`,
+  swarm generate --local --model stories260K.gguf --prompt "Once upon a time" --seed 42
+  swarm generate --servers 127.0.0.1:7001,127.0.0.1:7002,127.0.0.1:7003 --model stories260K.bin --tokenizer tok512.bin --temperature 0 --stats`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			o.seedSet = cmd.Flags().Changed("seed")
@@ -56,7 +72,7 @@ Examples:
 	}
 	f := cmd.Flags()
 	f.BoolVar(&o.local, "local", false, "run every block in this process")
-	f.StringSliceVar(&o.servers, "servers", nil, "comma-separated ws://HOST:PORT servers forming a chain (not implemented yet)")
+	f.StringSliceVar(&o.servers, "servers", nil, "comma-separated candidate servers, ws://HOST:PORT or HOST:PORT; the client chooses a chain covering all blocks among them")
 	f.StringSliceVar(&o.bootstrap, "bootstrap", nil, "multiaddr of a swarm node to discover servers through (not implemented yet; repeatable)")
 	f.StringVar(&o.model, "model", "", "model: a .gguf file, a llama2.c .bin checkpoint or a Hugging Face directory (required)")
 	f.StringVar(&o.tokenizer, "tokenizer", "", "tokenizer file (tokenizer.bin, tokenizer.model, tokenizer.json, .gguf) instead of the model's own")
@@ -67,7 +83,10 @@ Examples:
 	f.IntVar(&o.sampler.TopK, "top-k", 0, "sample only from the K most likely tokens; 0 is off")
 	f.Float64Var(&o.sampler.RepetitionPenalty, "repetition-penalty", 1.0, "divide positive (multiply negative) logits of tokens already seen by R; 1 is off")
 	f.Uint64Var(&o.sampler.Seed, "seed", 0, "random seed of the sampler (default: a random seed)")
-	f.BoolVar(&o.stats, "stats", false, "print time to first token, time per output token and tokens/s to stderr at the end")
+	f.BoolVar(&o.stats, "stats", false, "print time to first token, time per output token and tokens/s to stderr at the end; with --servers also each hop's blocks, median round trip time t_cj (minus server compute) and median server compute per token")
+	f.DurationVar(&o.stepTimeout, "step-timeout", client.DefaultStepTimeout, "with --servers: how long a server may take to answer one step before the client fails over to another")
+	f.DurationVar(&o.allocTimeout, "alloc-timeout", client.DefaultAllocTimeout, "with --servers: how long a server may queue the session for attention-cache room")
+	f.StringVar(&o.wireDType, "wire-dtype", "f32", "with --servers: dtype of hidden states on the wire: f32 (exact), f16 or bf16 (half the bytes, rounded)")
 	return cmd
 }
 
@@ -95,7 +114,7 @@ func runGenerate(ctx context.Context, out, errOut io.Writer, o generateOptions) 
 	if err != nil {
 		return fmt.Errorf("%w: %w", errUsage, err)
 	}
-	head, runner, closeBackend, err := openBackend(o)
+	head, runner, closeBackend, err := openBackend(ctx, errOut, o)
 	if err != nil {
 		return err
 	}
@@ -107,10 +126,10 @@ func runGenerate(ctx context.Context, out, errOut io.Writer, o generateOptions) 
 // where its blocks run, by mode. The data plane adds --servers and
 // --bootstrap here: load only the head (blocks.Model.LoadHead) and return a
 // blockRunner whose Forwarder is a client session over a chain of servers.
-func openBackend(o generateOptions) (blocks.Head, blockRunner, func() error, error) {
+func openBackend(ctx context.Context, errOut io.Writer, o generateOptions) (blocks.Head, blockRunner, func() error, error) {
 	switch {
 	case len(o.servers) > 0:
-		return nil, nil, nil, fmt.Errorf("generate --servers: %w", errNotImplemented)
+		return openServers(ctx, errOut, o)
 	case len(o.bootstrap) > 0:
 		return nil, nil, nil, fmt.Errorf("generate --bootstrap: %w", errNotImplemented)
 	}
