@@ -64,23 +64,30 @@ func (r *Registry) tickLoop() {
 
 // antiEntropyLoop exchanges the full state with a random peer every
 // AntiEntropyInterval (jittered by +-50% so that members do not
-// synchronise).
+// synchronise), and with every newly connected member when the transport
+// reports them (PeerNotifier).
 func (r *Registry) antiEntropyLoop() {
 	defer r.wg.Done()
+	var newPeers <-chan string
+	if pn, ok := r.tr.(PeerNotifier); ok {
+		newPeers = pn.NewPeers()
+	}
+	t := time.NewTimer(r.cfg.AntiEntropyInterval/2 + rand.N(r.cfg.AntiEntropyInterval))
+	defer t.Stop()
 	for {
-		d := r.cfg.AntiEntropyInterval/2 + rand.N(r.cfg.AntiEntropyInterval)
-		t := time.NewTimer(d)
+		var p string
 		select {
 		case <-r.ctx.Done():
-			t.Stop()
 			return
+		case p = <-newPeers:
 		case <-t.C:
+			t.Reset(r.cfg.AntiEntropyInterval/2 + rand.N(r.cfg.AntiEntropyInterval))
+			peers := r.tr.Peers()
+			if len(peers) == 0 {
+				continue
+			}
+			p = peers[rand.IntN(len(peers))]
 		}
-		peers := r.tr.Peers()
-		if len(peers) == 0 {
-			continue
-		}
-		p := peers[rand.IntN(len(peers))]
 		if err := r.exchangeWith(r.ctx, p); err != nil {
 			r.log.Debug("registry: anti-entropy exchange failed", "peer", p, "err", err)
 		}

@@ -4,14 +4,17 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
 	pubsub "github.com/libp2p/go-libp2p-pubsub"
+	"github.com/libp2p/go-libp2p/core/event"
 	"github.com/libp2p/go-libp2p/core/host"
 	"github.com/libp2p/go-libp2p/core/network"
 	"github.com/libp2p/go-libp2p/core/peer"
 	"github.com/libp2p/go-libp2p/core/protocol"
+	"github.com/libp2p/go-libp2p/p2p/host/eventbus"
 	"github.com/libp2p/go-msgio"
 )
 
@@ -37,6 +40,8 @@ type P2PTransport struct {
 	topic   *pubsub.Topic
 	sub     *pubsub.Subscription
 	inbound chan Message
+	events  event.Subscription // identify results, to report new members
+	joined  chan string        // NewPeers
 
 	ctx    context.Context // cancelled by Close; also the GossipSub router's lifetime
 	cancel context.CancelFunc
@@ -47,13 +52,16 @@ type P2PTransport struct {
 	closeOnce    sync.Once
 }
 
-var _ Transport = (*P2PTransport)(nil)
+var (
+	_ Transport    = (*P2PTransport)(nil)
+	_ PeerNotifier = (*P2PTransport)(nil)
+)
 
 // NewP2PTransport starts GossipSub on h, joins GossipTopic and serves
 // SyncProtocol.
 func NewP2PTransport(h host.Host) (*P2PTransport, error) {
 	ctx, cancel := context.WithCancel(context.Background())
-	t := &P2PTransport{h: h, inbound: make(chan Message, inboundBuffer), ctx: ctx, cancel: cancel}
+	t := &P2PTransport{h: h, inbound: make(chan Message, inboundBuffer), joined: make(chan string, inboundBuffer), ctx: ctx, cancel: cancel}
 	fail := func(err error) (*P2PTransport, error) {
 		cancel()
 		return nil, fmt.Errorf("registry: start gossip: %w", err)
@@ -75,9 +83,14 @@ func NewP2PTransport(h host.Host) (*P2PTransport, error) {
 	if t.sub, err = t.topic.Subscribe(); err != nil {
 		return fail(errors.Join(err, t.topic.Close()))
 	}
+	if t.events, err = h.EventBus().Subscribe(new(event.EvtPeerIdentificationCompleted), eventbus.BufSize(256)); err != nil {
+		t.sub.Cancel()
+		return fail(err)
+	}
 	h.SetStreamHandler(SyncProtocol, t.handleStream)
-	t.wg.Add(1)
+	t.wg.Add(2)
 	go t.readLoop()
+	go t.watchPeers()
 	return t, nil
 }
 
@@ -111,6 +124,32 @@ func (t *P2PTransport) readLoop() {
 		}
 	}
 }
+
+// watchPeers reports peers whose identification lists SyncProtocol.
+func (t *P2PTransport) watchPeers() {
+	defer t.wg.Done()
+	for {
+		select {
+		case <-t.ctx.Done():
+			return
+		case ev, ok := <-t.events.Out():
+			if !ok {
+				return
+			}
+			e, isID := ev.(event.EvtPeerIdentificationCompleted)
+			if !isID || !slices.Contains(e.Protocols, SyncProtocol) {
+				continue
+			}
+			select {
+			case t.joined <- e.Peer.String():
+			default: // the registry is behind; periodic anti-entropy covers it
+			}
+		}
+	}
+}
+
+// NewPeers reports each member as its connection is identified.
+func (t *P2PTransport) NewPeers() <-chan string { return t.joined }
 
 type reply struct {
 	data []byte
@@ -235,6 +274,7 @@ func (t *P2PTransport) Inbound() <-chan Message { return t.inbound }
 // context ends its event loop and the subscription) and waits for the
 // transport's goroutines. It is idempotent.
 func (t *P2PTransport) Close() error {
+	var err error
 	t.closeOnce.Do(func() {
 		t.mu.Lock()
 		t.closedLocked = true
@@ -243,6 +283,7 @@ func (t *P2PTransport) Close() error {
 		t.sub.Cancel()
 		t.cancel()
 		t.wg.Wait()
+		err = t.events.Close()
 	})
-	return nil
+	return err
 }

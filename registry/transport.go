@@ -34,3 +34,13 @@ type Message struct {
 	// must call it exactly once, with the reply or an error.
 	Reply func(data []byte, err error)
 }
+
+// PeerNotifier is an optional Transport capability: NewPeers reports members
+// as they connect, and the registry exchanges state with each at once
+// ("upon connection, the node exchanges state with the bootstrap peer",
+// OpenTela, paper 000 Sec. 3.4) rather than at the next anti-entropy round.
+type PeerNotifier interface {
+	// NewPeers delivers the node id of each newly connected member; the
+	// channel is never closed.
+	NewPeers() <-chan string
+}
