@@ -39,6 +39,9 @@ durations use Go syntax ("10ms"), sizes are bytes.`,
 		newPlanCmd(),
 		newSimCmd(),
 		newDemoCmd(),
+		newIdentityCmd(),
+		newStatusCmd(),
+		newRegistryCmd(),
 	)
 	return root
 }

@@ -1,0 +1,267 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"slices"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/swarmllm/swarm/registry"
+	"github.com/swarmllm/swarm/swarm"
+	"github.com/swarmllm/swarm/swarm/p2p"
+)
+
+// statusOptions are the flags of `swarm status`.
+type statusOptions struct {
+	p2p  p2p.Config
+	reg  registry.Config
+	json bool
+	wait time.Duration
+}
+
+const statusLong = `status joins the swarm as a client-only node (it publishes nothing), fetches
+the registry from a bootstrap peer (an anti-entropy pull; --wait bounds how
+long it tries) and prints it: one row per node with its provider, model,
+span (0-based, half-open START:END), lifecycle state, tau (decode seconds per
+block per token), open sessions and free attention-cache bytes, then per
+model the number of SERVING servers holding each block.
+
+States: JOIN (loading), SERVING (routable), SUSPECTED (silent for longer than
+--suspect-after; not routable, refuted by its next heartbeat), DOWN (its
+serving process failed), LEFT (announced, or silent for longer than
+--left-after).
+
+--json prints
+  {"servers": [{"id": PEERID, "provider": P, "model": M, "start": S, "end": E,
+                "state": "SERVING", "tau": SECONDS, "sessions": N,
+                "cache_free_bytes": BYTES}, ...]}
+sorted by id.
+
+Example:
+  swarm status --bootstrap /ip4/127.0.0.1/tcp/4001/p2p/12D3KooW... --json`
+
+func newStatusCmd() *cobra.Command {
+	o := statusOptions{p2p: p2p.DefaultConfig(), reg: registry.DefaultConfig(), wait: 10 * time.Second}
+	o.p2p.DHTMode = p2p.DHTModeClient
+	cmd := &cobra.Command{
+		Use:   "status --bootstrap MULTIADDR... [--json]",
+		Short: "Print the swarm's registry: servers, spans, states and block coverage",
+		Long:  statusLong,
+		Args: func(_ *cobra.Command, args []string) error {
+			if len(args) > 0 {
+				return fmt.Errorf("%w: unexpected argument %q", errUsage, args[0])
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if len(o.p2p.Bootstrap) == 0 {
+				return fmt.Errorf("%w: --bootstrap MULTIADDR is required (a swarm node's address ending in /p2p/PEERID)", errUsage)
+			}
+			if o.wait <= 0 {
+				return fmt.Errorf("%w: --wait %v, want > 0", errUsage, o.wait)
+			}
+			if err := o.p2p.Validate(); err != nil {
+				return fmt.Errorf("%w: %w", errUsage, err)
+			}
+			if err := o.reg.Validate(); err != nil {
+				return fmt.Errorf("%w: %w", errUsage, err)
+			}
+			return runStatus(cmd, o)
+		},
+	}
+	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {
+		return fmt.Errorf("%w: %w", errUsage, err)
+	})
+	f := cmd.Flags()
+	o.p2p.AddFlags(f)
+	o.reg.AddFlags(f)
+	_ = f.MarkHidden("heartbeat-interval") // status publishes nothing
+	f.BoolVar(&o.json, "json", false, "print the registry as JSON (see above) instead of a table")
+	f.DurationVar(&o.wait, "wait", o.wait, "give up when no bootstrap peer has answered and sent its registry within this time")
+	return cmd
+}
+
+func runStatus(cmd *cobra.Command, o statusOptions) error {
+	ctx, cancel := context.WithTimeout(cmd.Context(), o.wait)
+	defer cancel()
+	node, reg, err := joinSwarm(o.p2p, o.reg)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		_ = reg.Close()
+		_ = node.Close()
+	}()
+	if err := fetchRegistry(ctx, node, reg); err != nil {
+		return fmt.Errorf("status: %w (--wait %v)", err, o.wait)
+	}
+	entries := reg.Snapshot()
+	if o.json {
+		return writeStatusJSON(cmd.OutOrStdout(), entries)
+	}
+	return writeStatusTable(cmd.OutOrStdout(), entries)
+}
+
+// joinSwarm starts a node and its registry member.
+func joinSwarm(pc p2p.Config, rc registry.Config) (*p2p.Node, *registry.Registry, error) {
+	node, err := p2p.New(pc)
+	if err != nil {
+		return nil, nil, err
+	}
+	reg, err := registry.Join(node, rc)
+	if err != nil {
+		_ = node.Close()
+		return nil, nil, err
+	}
+	return node, reg, nil
+}
+
+// fetchRegistry waits for a bootstrap peer, then pulls the registry with
+// anti-entropy exchanges, retrying (100 ms doubling to 1 s) until one
+// succeeds or ctx ends.
+func fetchRegistry(ctx context.Context, node *p2p.Node, reg *registry.Registry) error {
+	if err := node.WaitReady(ctx); err != nil {
+		return fmt.Errorf("no bootstrap peer answered: %w", err)
+	}
+	pause := 100 * time.Millisecond
+	for {
+		err := reg.Sync(ctx)
+		if err == nil {
+			return nil
+		}
+		t := time.NewTimer(pause)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return fmt.Errorf("could not fetch the registry from a peer: %w", err)
+		case <-t.C:
+		}
+		pause = min(2*pause, time.Second)
+	}
+}
+
+// statusServer is one element of `swarm status --json`.
+type statusServer struct {
+	ID             string  `json:"id"`
+	Provider       string  `json:"provider"`
+	Model          string  `json:"model"`
+	Start          int     `json:"start"`
+	End            int     `json:"end"`
+	State          string  `json:"state"`
+	Tau            float64 `json:"tau"`
+	Sessions       int     `json:"sessions"`
+	CacheFreeBytes int64   `json:"cache_free_bytes"`
+}
+
+func writeStatusJSON(w io.Writer, entries []registry.Entry) error {
+	out := struct {
+		Servers []statusServer `json:"servers"`
+	}{Servers: []statusServer{}}
+	for _, e := range entries {
+		out.Servers = append(out.Servers, statusServer{
+			ID:             e.NodeID,
+			Provider:       e.Info.Provider,
+			Model:          e.Info.Model,
+			Start:          e.Info.Span.Start,
+			End:            e.Info.Span.End,
+			State:          e.State.String(),
+			Tau:            e.Info.Tau,
+			Sessions:       len(e.Info.Sessions),
+			CacheFreeBytes: e.Info.CacheBytesFree,
+		})
+	}
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(out)
+}
+
+func writeStatusTable(w io.Writer, entries []registry.Entry) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "NODE\tPROVIDER\tMODEL\tSPAN\tSTATE\tTAU\tSESSIONS\tCACHE FREE")
+	for _, e := range entries {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%d\t%d\n", e.NodeID, dash(e.Info.Provider), dash(e.Info.Model),
+			e.Info.Span, e.State, time.Duration(e.Info.Tau*float64(time.Second)), len(e.Info.Sessions), e.Info.CacheBytesFree)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if len(entries) == 0 {
+		_, err := fmt.Fprintln(w, "(no servers in the registry)")
+		return err
+	}
+	for _, c := range blockCoverage(entries) {
+		if _, err := fmt.Fprintln(w, c.String()); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func dash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+// modelCoverage counts, for one model, the SERVING servers holding each
+// block 0..L-1.
+type modelCoverage struct {
+	model  string
+	counts []int
+}
+
+// String formats "MODEL  blocks 0..L-1: c0 c1 ...", plus the uncovered blocks.
+func (c modelCoverage) String() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s  blocks 0..%d:", c.model, len(c.counts)-1)
+	var uncovered []string
+	for i, n := range c.counts {
+		b.WriteString(" " + strconv.Itoa(n))
+		if n == 0 {
+			uncovered = append(uncovered, strconv.Itoa(i))
+		}
+	}
+	if len(uncovered) > 0 {
+		b.WriteString("  (no SERVING server for block " + strings.Join(uncovered, ", ") + ")")
+	}
+	return b.String()
+}
+
+// blockCoverage returns the coverage of each model named in the registry,
+// sorted by model. L is the largest ModelBlocks advertised, or else the
+// largest span end; only SERVING (routable) servers count.
+func blockCoverage(entries []registry.Entry) []modelCoverage {
+	nblocks := map[string]int{}
+	for _, e := range entries {
+		if e.Info.Model == "" {
+			continue
+		}
+		nblocks[e.Info.Model] = max(nblocks[e.Info.Model], e.Info.ModelBlocks, e.Info.Span.End)
+	}
+	var out []modelCoverage
+	for model, l := range nblocks {
+		if l <= 0 {
+			continue
+		}
+		c := modelCoverage{model: model, counts: make([]int, l)}
+		for _, e := range entries {
+			if e.Info.Model != model || e.State != swarm.StateServing {
+				continue
+			}
+			for b := max(e.Info.Span.Start, 0); b < min(e.Info.Span.End, l); b++ {
+				c.counts[b]++
+			}
+		}
+		out = append(out, c)
+	}
+	slices.SortFunc(out, func(a, b modelCoverage) int { return strings.Compare(a.model, b.model) })
+	return out
+}
