@@ -1,13 +1,386 @@
 package main
 
-import "github.com/spf13/cobra"
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/swarmllm/swarm/blocks"
+	"github.com/swarmllm/swarm/client"
+	"github.com/swarmllm/swarm/hub"
+	"github.com/swarmllm/swarm/swarm"
+)
+
+const demoLong = `demo runs a small swarm on this machine and generates a story through it:
+
+ 1. it finds the default model, stories260K (Karpathy's TinyStories Llama 2,
+    5 blocks), in $SWARM_MODELS or ../shared/models, else in the user cache,
+    else downloads it once from the Hugging Face hub (karpathy/tinyllamas;
+    HF_ENDPOINT is honoured) with a progress bar and checksums;
+ 2. it starts 3 real ` + "`swarm serve`" + ` processes on 127.0.0.1 with ports chosen by the
+    OS, hosting blocks [0,2), [2,4) and [4,5), and waits until they listen;
+ 3. this process becomes the client: it loads only the embeddings, LM head
+    and tokenizer, chooses the chain with WS-RR, and streams the story to
+    stdout token by token;
+ 4. it prints each hop's round trip time and compute time, TTFT and TPOT to
+    stderr and stops the servers (SIGTERM, then SIGKILL after 10 s).
+
+No process is left behind: the servers also get SIGKILL if the demo dies
+(Linux parent-death signal), and Ctrl-C stops them too.
+
+Examples:
+  swarm demo
+  swarm demo --temperature 0 --max-tokens 200 --prompt ""
+  swarm demo --prompt "Lily had a cat" --seed 42`
+
+// demoSpans are the spans of the three demo servers over stories260K.
+var demoSpans = []swarm.Span{{Start: 0, End: 2}, {Start: 2, End: 4}, {Start: 4, End: 5}}
+
+// demoStopTimeout is how long the demo waits for servers after SIGTERM
+// before it sends SIGKILL.
+const demoStopTimeout = 10 * time.Second
+
+// demoOptions are the flags of `swarm demo`.
+type demoOptions struct {
+	prompt       string
+	maxTokens    int
+	temperature  float64
+	topP         float64
+	seed         uint64
+	seedSet      bool
+	startTimeout time.Duration
+}
 
 func newDemoCmd() *cobra.Command {
-	return &cobra.Command{
-		Use:   "demo",
-		Short: "demo (not implemented yet)",
-		RunE: func(cmd *cobra.Command, args []string) error {
-			return errNotImplemented
+	var o demoOptions
+	cmd := &cobra.Command{
+		Use:   "demo [--prompt TEXT] [--max-tokens N] [--seed S]",
+		Short: "Start 3 local servers over the default model and generate a story through them",
+		Long:  demoLong,
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			o.seedSet = cmd.Flags().Changed("seed")
+			return runDemo(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), o)
 		},
+	}
+	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return fmt.Errorf("%w: %w", errUsage, err) })
+	f := cmd.Flags()
+	f.StringVar(&o.prompt, "prompt", "Once upon a time", "text the story starts with; empty starts from BOS alone")
+	f.IntVar(&o.maxTokens, "max-tokens", 200, "most tokens to generate (the model's context is 512)")
+	f.Float64Var(&o.temperature, "temperature", 0.8, "sampling temperature; 0 is greedy (the same story every time)")
+	f.Float64Var(&o.topP, "top-p", 0.9, "nucleus sampling threshold; 0 or 1 is off")
+	f.Uint64Var(&o.seed, "seed", 0, "random seed of the sampler (default: a random seed, printed)")
+	f.DurationVar(&o.startTimeout, "start-timeout", time.Minute, "how long each server may take to load, measure and listen")
+	return cmd
+}
+
+// runDemo resolves the model, starts the servers, generates and stops
+// everything, whatever happens in between.
+func runDemo(ctx context.Context, out, errOut io.Writer, o demoOptions) (err error) {
+	if o.maxTokens < 1 {
+		return fmt.Errorf("%w: --max-tokens %d, want >= 1", errUsage, o.maxTokens)
+	}
+	if !o.seedSet {
+		o.seed = rand.Uint64()
+	}
+	sampler, err := blocks.NewSampler(blocks.SamplerConfig{Temperature: o.temperature, TopP: o.topP, Seed: o.seed})
+	if err != nil {
+		return fmt.Errorf("%w: %w", errUsage, err)
+	}
+	paths, err := hub.Resolve(ctx, hub.Stories260K, hub.OptionsFromEnv(os.Getenv, os.Stderr))
+	if err != nil {
+		return fmt.Errorf("demo: find the model: %w", err)
+	}
+	for _, p := range []*string{&paths.Model, &paths.Tokenizer} {
+		if *p, err = filepath.Abs(*p); err != nil {
+			return fmt.Errorf("demo: %w", err)
+		}
+	}
+	fmt.Fprintf(errOut, "swarm demo: model %s (%s, from %s)\n", paths.Model, hub.Stories260K.Name, paths.Source)
+	exe, err := os.Executable()
+	if err != nil {
+		return fmt.Errorf("demo: find the swarm binary: %w", err)
+	}
+
+	demoFleet := newDemoFleet(errOut)
+	defer func() {
+		if serr := demoFleet.stop(); serr != nil && err == nil {
+			err = serr
+		}
+	}()
+	for _, span := range demoSpans {
+		c, err := demoFleet.start(ctx, exe, o.startTimeout, "serve", "--model", paths.Model, "--tokenizer", paths.Tokenizer,
+			"--blocks", span.String(), "--listen", "127.0.0.1:0", "--log-level", "warn", "--drain-timeout", "5s")
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(errOut, "swarm demo: server blocks %s pid %d %s\n", span, c.cmd.Process.Pid, c.url)
+	}
+	return demoGenerate(ctx, out, errOut, paths, demoFleet.urls(), sampler, o)
+}
+
+// demoGenerate is the client side of the demo: head only, chain by WS-RR,
+// tokens streamed to out, stats to errOut.
+func demoGenerate(ctx context.Context, out, errOut io.Writer, paths hub.Paths, urls []string, sampler *blocks.Sampler, o demoOptions) error {
+	m, err := blocks.Open(paths.Model, blocks.WithTokenizer(paths.Tokenizer))
+	if err != nil {
+		return err
+	}
+	head, err := m.LoadHead()
+	m.Close()
+	if err != nil {
+		return err
+	}
+	tok := head.Tokenizer()
+	prompt, err := tok.Encode(o.prompt, true)
+	if err != nil {
+		return fmt.Errorf("demo: encode the prompt: %w", err)
+	}
+	maxTokens := min(o.maxTokens, head.Info().MaxSeqLen-len(prompt)+1)
+	if maxTokens < 1 {
+		return fmt.Errorf("%w: the prompt has %d tokens, the model's context is %d", errUsage, len(prompt), head.Info().MaxSeqLen)
+	}
+	logger := slog.New(slog.NewTextHandler(errOut, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	c, err := client.New(head, urls, client.WithLogger(logger))
+	if err != nil {
+		return err
+	}
+	sess, err := c.Open(ctx, len(prompt)+maxTokens-1)
+	if err != nil {
+		return err
+	}
+	defer sess.Close()
+	var chain []string
+	for _, h := range sess.Chain() {
+		chain = append(chain, fmt.Sprintf("%s [%s]", h.Server, h.Span))
+	}
+	fmt.Fprintf(errOut, "swarm demo: chain %s\n", strings.Join(chain, " -> "))
+	if o.temperature == 0 {
+		fmt.Fprintf(errOut, "swarm demo: greedy decoding (temperature 0), up to %d tokens\n", maxTokens)
+	} else {
+		fmt.Fprintf(errOut, "swarm demo: sampling at temperature %g, top-p %g, seed %d, up to %d tokens\n", o.temperature, o.topP, o.seed, maxTokens)
+	}
+	for i := 1; i < len(prompt); i++ {
+		if _, err := io.WriteString(out, tok.Decode(prompt[i-1], prompt[i])); err != nil {
+			return err
+		}
+	}
+	n := 0
+	for t, err := range sess.Generate(ctx, prompt, maxTokens, sampler) {
+		if err != nil {
+			io.WriteString(out, "\n")
+			if errors.Is(err, context.Canceled) {
+				return fmt.Errorf("demo: interrupted after %d tokens", n)
+			}
+			return fmt.Errorf("demo: %w", err)
+		}
+		n++
+		if _, err := io.WriteString(out, t.Text); err != nil {
+			return err
+		}
+	}
+	io.WriteString(out, "\n")
+	st := sess.Stats()
+	printHopStats(errOut, st)
+	fmt.Fprintf(errOut, "swarm demo: prompt %d tokens, generated %d; TTFT %v, TPOT %v\n",
+		len(prompt), st.Tokens, st.TTFT.Round(time.Microsecond), st.TPOT.Round(time.Microsecond))
+	return nil
+}
+
+// demoFleet is the demo's child server processes. Children are started from
+// one OS thread that stays locked for the demoFleet's lifetime, so that the
+// Linux parent-death signal (tied to the thread that forked) fires only
+// when the demo process dies, or when stop is done with them.
+type demoFleet struct {
+	errOut   io.Writer
+	children []*child
+	spawn    chan spawnRequest
+	spawned  chan struct{} // closed when the spawner thread is gone
+	stopOnce sync.Once
+	stopErr  error
+}
+
+// child is one server process.
+type child struct {
+	cmd  *exec.Cmd
+	url  string
+	done chan struct{} // closed when the process has been waited for
+	err  error         // its exit status, once done
+}
+
+type spawnRequest struct {
+	cmd *exec.Cmd
+	err chan error
+}
+
+func newDemoFleet(errOut io.Writer) *demoFleet {
+	f := &demoFleet{errOut: errOut, spawn: make(chan spawnRequest), spawned: make(chan struct{})}
+	go func() {
+		runtime.LockOSThread() // never unlocked: the thread ends with the goroutine
+		defer close(f.spawned)
+		for r := range f.spawn {
+			r.err <- r.cmd.Start()
+		}
+	}()
+	return f
+}
+
+// start runs `exe args...` as a child and waits until it prints the
+// `swarm serve` ready line.
+func (f *demoFleet) start(ctx context.Context, exe string, timeout time.Duration, args ...string) (*child, error) {
+	ready := &readyWriter{line: make(chan string, 1)}
+	var stderr bytes.Buffer
+	cmd := exec.Command(exe, args...)
+	cmd.Stdout = ready
+	cmd.Stderr = io.MultiWriter(&stderr, &prefixWriter{w: f.errOut, prefix: "swarm demo: server: "})
+	cmd.SysProcAttr = childSysProcAttr()
+	errc := make(chan error, 1)
+	f.spawn <- spawnRequest{cmd: cmd, err: errc}
+	if err := <-errc; err != nil {
+		return nil, fmt.Errorf("demo: start %s: %w", exe, err)
+	}
+	c := &child{cmd: cmd, done: make(chan struct{})}
+	f.children = append(f.children, c)
+	go func() {
+		c.err = cmd.Wait()
+		close(c.done)
+	}()
+	timer := time.NewTimer(timeout)
+	defer timer.Stop()
+	select {
+	case line := <-ready.line:
+		c.url = strings.TrimSpace(strings.TrimPrefix(line, serveReadyPrefix))
+		if !strings.HasPrefix(line, serveReadyPrefix) || c.url == "" {
+			return nil, fmt.Errorf("demo: server %d printed %q, want %q followed by its URL", cmd.Process.Pid, line, serveReadyPrefix)
+		}
+		return c, nil
+	case <-c.done:
+		return nil, fmt.Errorf("demo: server %s exited before listening (%v): %s", strings.Join(args, " "), c.err, strings.TrimSpace(stderr.String()))
+	case <-timer.C:
+		return nil, fmt.Errorf("demo: server %d did not listen within %v", cmd.Process.Pid, timeout)
+	case <-ctx.Done():
+		return nil, fmt.Errorf("demo: interrupted while starting the servers: %w", ctx.Err())
+	}
+}
+
+// urls returns the children's websocket URLs.
+func (f *demoFleet) urls() []string {
+	out := make([]string, len(f.children))
+	for i, c := range f.children {
+		out[i] = c.url
+	}
+	return out
+}
+
+// stop sends SIGTERM to every child, waits up to demoStopTimeout, sends
+// SIGKILL to the ones still running, waits for them all and ends the
+// spawner thread. It returns an error if a server exited with a failure
+// status after SIGTERM. It is idempotent.
+func (f *demoFleet) stop() error {
+	f.stopOnce.Do(func() {
+		for _, c := range f.children {
+			c.cmd.Process.Signal(syscall.SIGTERM)
+		}
+		timer := time.NewTimer(demoStopTimeout)
+		defer timer.Stop()
+		var killed []int
+		for _, c := range f.children {
+			select {
+			case <-c.done:
+			case <-timer.C:
+				timer.Reset(0) // expired: kill the rest without waiting again
+				c.cmd.Process.Kill()
+				killed = append(killed, c.cmd.Process.Pid)
+				<-c.done
+			}
+		}
+		close(f.spawn)
+		<-f.spawned
+		pids := make([]string, len(f.children))
+		var failed []string
+		for i, c := range f.children {
+			pids[i] = fmt.Sprint(c.cmd.Process.Pid)
+			if c.err != nil && !contains(killed, c.cmd.Process.Pid) {
+				failed = append(failed, fmt.Sprintf("%d: %v", c.cmd.Process.Pid, c.err))
+			}
+		}
+		if len(f.children) > 0 {
+			fmt.Fprintf(f.errOut, "swarm demo: stopped %d servers (pids %s)", len(f.children), strings.Join(pids, " "))
+			if len(killed) > 0 {
+				fmt.Fprintf(f.errOut, ", killed %v after %v", killed, demoStopTimeout)
+			}
+			fmt.Fprintln(f.errOut)
+		}
+		if len(failed) > 0 {
+			f.stopErr = fmt.Errorf("demo: servers failed on shutdown: %s", strings.Join(failed, "; "))
+		}
+	})
+	return f.stopErr
+}
+
+func contains(xs []int, x int) bool {
+	for _, v := range xs {
+		if v == x {
+			return true
+		}
+	}
+	return false
+}
+
+// readyWriter is a child's stdout: it passes on the first line.
+type readyWriter struct {
+	mu   sync.Mutex
+	buf  []byte
+	sent bool
+	line chan string
+}
+
+func (w *readyWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.sent {
+		return len(p), nil
+	}
+	w.buf = append(w.buf, p...)
+	if i := bytes.IndexByte(w.buf, '\n'); i >= 0 {
+		w.sent = true
+		w.line <- string(w.buf[:i])
+	}
+	return len(p), nil
+}
+
+// prefixWriter writes each line of a child's stderr with a prefix.
+type prefixWriter struct {
+	mu     sync.Mutex
+	w      io.Writer
+	prefix string
+	buf    []byte
+}
+
+func (w *prefixWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.buf = append(w.buf, p...)
+	for {
+		i := bytes.IndexByte(w.buf, '\n')
+		if i < 0 {
+			return len(p), nil
+		}
+		fmt.Fprintf(w.w, "%s%s\n", w.prefix, w.buf[:i])
+		w.buf = w.buf[i+1:]
 	}
 }
