@@ -47,10 +47,16 @@ type Params struct {
 	Timeout time.Duration
 	// SetupTimeout bounds starting the swarm and the warm-up write.
 	SetupTimeout time.Duration
+	// Settle is a quiet window: after the warm-up write, the trials start
+	// once the swarm's total number of connections has not changed for
+	// this long (checked every second, bounded by SetupTimeout), i.e. once
+	// discovery and the DHT have finished connecting the nodes. 0 starts
+	// the trials right after the warm-up write (a cold swarm).
+	Settle time.Duration
 }
 
 // DefaultParams returns N = 16, 5 trials, the LAN registry timing, TCP,
-// 60 s per trial and 5 min of setup.
+// 60 s per trial, 5 min of setup and a 5 s quiet window.
 func DefaultParams() Params {
 	return Params{
 		Nodes:        16,
@@ -59,6 +65,7 @@ func DefaultParams() Params {
 		Transport:    "tcp",
 		Timeout:      time.Minute,
 		SetupTimeout: 5 * time.Minute,
+		Settle:       5 * time.Second,
 	}
 }
 
@@ -82,6 +89,8 @@ type Result struct {
 	Nodes int `json:"nodes"`
 	// Setup is the time to start the swarm and complete the warm-up write.
 	Setup time.Duration `json:"setup_ns"`
+	// Settled is the time from the start until the quiet window ended.
+	Settled time.Duration `json:"settled_ns"`
 	// Trials are the measured writes.
 	Trials []Trial `json:"trials"`
 	// P50, P95 and P100 are the medians over the trials.
@@ -102,8 +111,8 @@ func (p Params) Validate() error {
 			ErrBadParams, p.Trials, p.Nodes-1)
 	case p.Transport != "tcp" && p.Transport != "quic":
 		return fmt.Errorf("%w: transport %q, want tcp or quic", ErrBadParams, p.Transport)
-	case p.Timeout <= 0 || p.SetupTimeout <= 0:
-		return fmt.Errorf("%w: timeouts must be > 0", ErrBadParams)
+	case p.Timeout <= 0 || p.SetupTimeout <= 0 || p.Settle < 0:
+		return fmt.Errorf("%w: timeouts must be > 0 and the settle pause >= 0", ErrBadParams)
 	}
 	if err := p.Registry.Validate(); err != nil {
 		return fmt.Errorf("%w: %w", ErrBadParams, err)
@@ -142,6 +151,10 @@ func Measure(ctx context.Context, p Params) (res Result, err error) {
 			p.Nodes-1-tr.Missing, p.Nodes-1, p.SetupTimeout)
 	}
 	res = Result{Nodes: p.Nodes, Setup: time.Since(start)}
+	if err := settle(sctx, ms, p.Settle); err != nil {
+		return Result{}, fmt.Errorf("convergence: settling: %w", err)
+	}
+	res.Settled = time.Since(start)
 	for k := range p.Trials {
 		writer := 1 + k // each trial a new writer, never the warm-up writer
 		tr, err := trial(ctx, ms, writer, p.Timeout)
@@ -271,6 +284,35 @@ func trial(ctx context.Context, ms []*member, writer int, timeout time.Duration)
 	}
 	tr.P50, tr.P95, tr.P100 = percentile(lat, 50), percentile(lat, 95), percentile(lat, 100)
 	return tr, nil
+}
+
+// settle waits until the total number of connections in the swarm has not
+// changed for quiet (sampled every second).
+func settle(ctx context.Context, ms []*member, quiet time.Duration) error {
+	if quiet <= 0 {
+		return nil
+	}
+	count := func() int {
+		n := 0
+		for _, m := range ms {
+			n += len(m.node.Host().Network().Peers())
+		}
+		return n
+	}
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	last, since := count(), time.Now()
+	for time.Since(since) < quiet {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-tick.C:
+		}
+		if c := count(); c != last {
+			last, since = c, time.Now()
+		}
+	}
+	return nil
 }
 
 func drain(ch <-chan registry.Event) {

@@ -58,7 +58,7 @@ func TestParamsValidate(t *testing.T) {
 func TestMeasure_SmallSwarm(t *testing.T) {
 	p := DefaultParams()
 	p.Nodes, p.Trials = 4, 2
-	p.Timeout, p.SetupTimeout = 30*time.Second, time.Minute
+	p.Timeout, p.SetupTimeout, p.Settle = 30*time.Second, time.Minute, 0
 	res, err := Measure(t.Context(), p)
 	require.NoError(t, err)
 	require.Equal(t, 4, res.Nodes)
