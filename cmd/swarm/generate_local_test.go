@@ -94,7 +94,7 @@ func TestGenerateFlagErrors(t *testing.T) {
 	}{
 		{"no mode", []string{"--model", model}, 2, "choose exactly one of --local, --servers or --bootstrap"},
 		{"no model", []string{"--local"}, 2, "--model is required"},
-		{"servers", []string{"--servers", "ws://127.0.0.1:1", "--model", model}, 1, "generate --servers: not implemented yet"},
+		{"two modes", []string{"--local", "--servers", "ws://127.0.0.1:1", "--model", model}, 2, "choose exactly one"},
 		{"bad temperature", []string{"--local", "--model", model, "--temperature", "-1"}, 2, "temperature -1"},
 		{"bad top-p", []string{"--local", "--model", model, "--top-p", "2"}, 2, "top-p 2"},
 		{"missing model file", []string{"--local", "--model", dir + "/nope.gguf"}, 1, "nope.gguf"},
