@@ -116,6 +116,9 @@ func openGGUF(m *Model, cfg *config, path string) error {
 		}
 		return fmt.Errorf("%w: %s: %w", ErrFormat, path, err)
 	}
+	if gf.Header.Magic != gguf.GGUFMagicGGUFLe {
+		return fmt.Errorf("%w: %s: big-endian GGUF files are not supported", ErrFormat, path)
+	}
 	if len(gf.SplitPaddings) > 1 {
 		return fmt.Errorf("%w: %s: split GGUF files are not supported (merge them with llama-gguf-split --merge)", ErrFormat, path)
 	}
