@@ -73,9 +73,14 @@ func route(model swarm.ModelInfo, all []Candidate, excluded map[string]error, ne
 	cands := usable(all, excluded)
 	var servers []routing.Server
 	var picked []Candidate
+	var short []string
 	for _, c := range cands {
 		clip := c.Info.Span.Intersect(need)
 		if clip.Empty() {
+			continue
+		}
+		if c.Info.MaxLength > 0 && maxLength > c.Info.MaxLength {
+			short = append(short, fmt.Sprintf("%s: sessions of at most %d tokens, this one needs %d", c.Endpoint.Inference, c.Info.MaxLength, maxLength))
 			continue
 		}
 		s := routing.FromServerInfo(c.Info.ServerInfo, model, maxLength, 1, c.RTT.Seconds(), c.RTT.Seconds(), 0)
@@ -85,7 +90,7 @@ func route(model swarm.ModelInfo, all []Candidate, excluded map[string]error, ne
 		picked = append(picked, c)
 	}
 	noChain := func(rerr error) error {
-		e := &NoChainError{Need: need, Uncovered: uncovered(need, servers), Routing: rerr}
+		e := &NoChainError{Need: need, Uncovered: uncovered(need, servers), Routing: rerr, Unusable: short}
 		for _, c := range all {
 			switch {
 			case excluded[c.Endpoint.Inference] != nil:

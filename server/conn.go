@@ -24,11 +24,15 @@ type conn struct {
 	ctx    context.Context // ends with the connection
 	cancel context.CancelFunc
 	wg     sync.WaitGroup // Open handlers and session workers
+	opens  sync.WaitGroup // Open handlers; Add only under mu while !abortingLocked
 
 	mu sync.Mutex
 	// sessionsLocked maps session ids to sessions; a nil value reserves
 	// the id of an Open still waiting for admission. Guarded by mu.
 	sessionsLocked map[string]*session
+	// abortingLocked is set by abort: no new Open handler starts. Guarded
+	// by mu.
+	abortingLocked bool
 }
 
 func newConn(s *Server, fc api.FrameConn) *conn {
@@ -61,7 +65,20 @@ func (c *conn) serve() {
 		}
 		switch f := f.(type) {
 		case *wire.Open:
-			c.wg.Go(func() { c.open(f) })
+			c.mu.Lock()
+			aborting := c.abortingLocked
+			if !aborting {
+				c.opens.Add(1)
+			}
+			c.mu.Unlock()
+			if aborting {
+				c.sendError(f.SessionID, fmt.Errorf("%w: not admitting new sessions", errDraining))
+				continue
+			}
+			c.wg.Go(func() {
+				defer c.opens.Done()
+				c.open(f)
+			})
 		case *wire.Step:
 			c.step(f)
 		case *wire.Close:
@@ -210,8 +227,15 @@ func (c *conn) closeSession(cl *wire.Close) {
 }
 
 // abort tells every open session of the connection that the server is
-// shutting down (so that clients fail over) and closes the connection.
+// shutting down (so that clients fail over) and closes the connection. It
+// first lets the Open handlers in flight answer (the admission controller
+// is closed by then, so they end promptly), so that every session the
+// client knows of gets its Error frame before the connection closes.
 func (c *conn) abort(err error) {
+	c.mu.Lock()
+	c.abortingLocked = true
+	c.mu.Unlock()
+	c.opens.Wait()
 	c.mu.Lock()
 	var ids []string
 	for id, sess := range c.sessionsLocked {

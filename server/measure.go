@@ -106,11 +106,15 @@ func newMeasureKey(path string, info swarm.ModelInfo, span swarm.Span) (measureK
 	}, nil
 }
 
-// file returns the cache file of the key under dir.
-func (k measureKey) file(dir string) string {
-	b, _ := json.Marshal(k) // plain data: cannot fail
+// file returns the cache file of the key under dir: a hash of the key's
+// JSON. It fails only for a key that does not encode (an invalid dtype).
+func (k measureKey) file(dir string) (string, error) {
+	b, err := json.Marshal(k)
+	if err != nil {
+		return "", fmt.Errorf("server: measurement cache key: %w", err)
+	}
 	sum := sha256.Sum256(b)
-	return filepath.Join(dir, "measure-"+hex.EncodeToString(sum[:8])+".json")
+	return filepath.Join(dir, "measure-"+hex.EncodeToString(sum[:8])+".json"), nil
 }
 
 // cacheEntry is the content of a cache file.
@@ -122,7 +126,11 @@ type cacheEntry struct {
 // loadTiming reads a cached measurement; ok is false when there is none
 // for exactly this key.
 func loadTiming(dir string, key measureKey) (timing, bool) {
-	b, err := os.ReadFile(key.file(dir))
+	path, err := key.file(dir)
+	if err != nil {
+		return timing{}, false
+	}
+	b, err := os.ReadFile(path)
 	if err != nil {
 		return timing{}, false
 	}
@@ -130,9 +138,9 @@ func loadTiming(dir string, key measureKey) (timing, bool) {
 	if err := json.Unmarshal(b, &e); err != nil {
 		return timing{}, false
 	}
-	want, _ := json.Marshal(key)
-	got, _ := json.Marshal(e.Key)
-	if string(want) != string(got) || !(e.Timing.Tau > 0) {
+	want, err1 := json.Marshal(key)
+	got, err2 := json.Marshal(e.Key)
+	if err1 != nil || err2 != nil || string(want) != string(got) || !(e.Timing.Tau > 0) {
 		return timing{}, false
 	}
 	return e.Timing, true
@@ -141,6 +149,10 @@ func loadTiming(dir string, key measureKey) (timing, bool) {
 // storeTiming writes a measurement to the cache atomically (temporary file,
 // then rename).
 func storeTiming(dir string, key measureKey, t timing) error {
+	path, err := key.file(dir)
+	if err != nil {
+		return err
+	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
@@ -161,7 +173,7 @@ func storeTiming(dir string, key measureKey, t timing) error {
 		os.Remove(tmp.Name())
 		return err
 	}
-	return os.Rename(tmp.Name(), key.file(dir))
+	return os.Rename(tmp.Name(), path)
 }
 
 // defaultMeasureDir is os.UserCacheDir()/swarm/measure.

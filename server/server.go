@@ -144,6 +144,9 @@ func (s *Server) ModelInfo() swarm.ModelInfo { return s.info }
 // seconds, and the prefill fit tauI_j(l) (paper 003 Sec. 2.2).
 func (s *Server) Tau() (float64, swarm.PrefillFit) { return s.timing.Tau, s.timing.TauI }
 
+// Draining returns a channel that is closed when Shutdown starts.
+func (s *Server) Draining() <-chan struct{} { return s.draining }
+
 // isDraining reports whether Shutdown has started.
 func (s *Server) isDraining() bool {
 	select {
