@@ -55,7 +55,8 @@ type Config struct {
 	// DHTMode is DHTModeServer, DHTModeClient or DHTModeAuto (--dht-mode).
 	DHTMode string
 	// RelayService makes this node a circuit relay v2 for peers behind NAT
-	// (--relay-service); enable it on publicly reachable nodes only.
+	// (--relay-service); enable it on publicly reachable nodes only (the
+	// node then considers itself publicly reachable).
 	RelayService bool
 	// NATPortMap asks the home router for a port mapping with UPnP or NAT-PMP
 	// (--nat-portmap).

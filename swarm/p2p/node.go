@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/libp2p/go-libp2p"
 	dht "github.com/libp2p/go-libp2p-kad-dht"
@@ -17,6 +18,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/pnet"
 	"github.com/libp2p/go-libp2p/core/routing"
 	drouting "github.com/libp2p/go-libp2p/p2p/discovery/routing"
+	"github.com/libp2p/go-libp2p/p2p/host/autorelay"
 	"github.com/libp2p/go-libp2p/p2p/host/eventbus"
 	"github.com/libp2p/go-libp2p/p2p/security/noise"
 	libp2ptls "github.com/libp2p/go-libp2p/p2p/security/tls"
@@ -113,9 +115,13 @@ func New(cfg Config, opts ...Option) (*Node, error) {
 		libp2p.Transport(tcp.NewTCPTransport),
 		libp2p.EnableRelay(),
 		libp2p.EnableHolePunching(),
+		// A swarm has few relays (its public nodes), so reserve with the
+		// first candidate at once rather than waiting for four (the
+		// libp2p defaults suit the public IPFS network).
 		libp2p.EnableAutoRelayWithPeerSource(func(ctx context.Context, num int) <-chan peer.AddrInfo {
 			return relayCandidates(hostRef.Load(), num)
-		}),
+		}, autorelay.WithMinCandidates(1), autorelay.WithBootDelay(0), autorelay.WithMinInterval(2*time.Second),
+			autorelay.WithBackoff(time.Minute)),
 		libp2p.Routing(func(h host.Host) (routing.PeerRouting, error) {
 			d, err := dht.New(h, dht.Mode(mode), dht.ProtocolPrefix(ProtocolPrefix))
 			n.dht = d
@@ -128,7 +134,9 @@ func New(cfg Config, opts ...Option) (*Node, error) {
 		lopts = append(lopts, libp2p.PrivateNetwork(psk))
 	}
 	if cfg.RelayService {
-		lopts = append(lopts, libp2p.EnableRelayService())
+		// The operator vouches that the node is publicly reachable; libp2p
+		// would otherwise start the relay only once AutoNAT agrees.
+		lopts = append(lopts, libp2p.EnableRelayService(), libp2p.ForceReachabilityPublic())
 	}
 	if cfg.NATPortMap {
 		lopts = append(lopts, libp2p.NATPortMap())

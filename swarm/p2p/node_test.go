@@ -6,14 +6,17 @@ import (
 	"math/rand"
 	"net"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/libp2p/go-libp2p"
 	"github.com/libp2p/go-libp2p/core/crypto"
 	"github.com/libp2p/go-libp2p/core/event"
 	"github.com/libp2p/go-libp2p/core/network"
 	"github.com/libp2p/go-libp2p/core/peer"
 	"github.com/libp2p/go-libp2p/p2p/discovery/backoff"
+	ma "github.com/multiformats/go-multiaddr"
 	"github.com/stretchr/testify/require"
 )
 
@@ -226,4 +229,57 @@ func TestNew_BadInput(t *testing.T) {
 	}
 	_, err := New(DefaultConfig(), WithDiscovery("", 1, time.Second))
 	require.ErrorIs(t, err, ErrBadConfig)
+}
+
+// TestNode_CircuitRelay has a node that cannot be dialled (it listens on no
+// address, and believes it is behind a NAT) reserve a slot on a relay
+// (--relay-service) and be reached through it by a node that knows only the
+// relay's address. (libp2p advertises circuit addresses only for relays
+// with public addresses, so on loopback the test forms the /p2p-circuit
+// address itself.)
+func TestNode_CircuitRelay(t *testing.T) {
+	relay := startNode(t, func(c *Config) { c.RelayService = true })
+	hidden := startNode(t, func(c *Config) { c.Bootstrap = addrStrings(relay) },
+		WithLibp2pOptions(libp2p.ForceReachabilityPrivate(), libp2p.NoListenAddrs))
+	waitReady(t, hidden)
+	circuit, err := ma.NewMultiaddr(addrStrings(relay)[0] + "/p2p-circuit")
+	require.NoError(t, err)
+
+	// Record every connection the hidden node gets (notifications are not
+	// coalesced, unlike connectedness events).
+	conns := make(chan string, 16)
+	hidden.Host().Network().Notify(&network.NotifyBundle{ConnectedF: func(_ network.Network, c network.Conn) {
+		select {
+		case conns <- c.RemotePeer().String() + " " + c.RemoteMultiaddr().String():
+		default:
+		}
+	}})
+
+	// The dialer is a DHT client: it does not advertise itself, so the
+	// hidden node cannot find and dial it directly.
+	dialer := startNode(t, func(c *Config) { c.DHTMode = DHTModeClient })
+	ctx, cancel := context.WithTimeout(t.Context(), testTimeout)
+	defer cancel()
+	// The dial fails until the hidden node holds a reservation (its relay
+	// finder runs every 2 s).
+	var lastErr error
+	err = retryWithBackoff(ctx, fastBackoff()(), func(ctx context.Context) bool {
+		lastErr = dialer.Host().Connect(ctx, peer.AddrInfo{ID: hidden.ID(), Addrs: []ma.Multiaddr{circuit}})
+		return lastErr == nil
+	})
+	require.NoError(t, err, "never reached the hidden node through the relay: %v", lastErr)
+	// The first connection from the dialer is the relayed one; hole
+	// punching may add a direct one afterwards.
+	for {
+		select {
+		case c := <-conns:
+			if !strings.HasPrefix(c, dialer.ID().String()) {
+				continue
+			}
+			require.Contains(t, c, "/p2p/"+relay.ID().String()+"/p2p-circuit", "the first connection goes through the relay")
+			return
+		case <-ctx.Done():
+			t.Fatal("the hidden node saw no connection from the dialer")
+		}
+	}
 }
