@@ -227,7 +227,9 @@ func (t *P2PTransport) Exchange(ctx context.Context, peerID string, data []byte)
 	if err != nil {
 		return nil, fmt.Errorf("registry: peer %q: %w", peerID, err)
 	}
-	s, err := t.h.NewStream(ctx, pid, SyncProtocol)
+	// Peers reachable only through a circuit relay have limited
+	// connections; a state exchange is small enough to use them.
+	s, err := t.h.NewStream(network.WithAllowLimitedConn(ctx, "registry anti-entropy"), pid, SyncProtocol)
 	if err != nil {
 		return nil, fmt.Errorf("registry: open %s stream: %w", SyncProtocol, err)
 	}

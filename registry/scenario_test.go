@@ -361,3 +361,39 @@ func TestConfigValidate(t *testing.T) {
 		})
 	}
 }
+
+// TestDefaultLAN_SilentServerLeavesRoutingWithin5s pins issue 5's "killing
+// one server removes it from routing within 5 s" for the default (LAN)
+// timing: whatever the phase of the crash relative to the heartbeats, a
+// member that was watching shows it SUSPECTED within 5 s.
+func TestDefaultLAN_SilentServerLeavesRoutingWithin5s(t *testing.T) {
+	for _, phase := range []time.Duration{0, 250 * time.Millisecond, 500 * time.Millisecond, 999 * time.Millisecond} {
+		t.Run(phase.String(), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				net := memtransport.NewNetwork()
+				mk := func(name string) *member {
+					tr := net.Join(idFor(t, name))
+					reg, err := registry.New(tr, keyFor(t, name), registry.DefaultLANConfig())
+					require.NoError(t, err)
+					return &member{name: name, id: idFor(t, name), tr: tr, reg: reg}
+				}
+				server, client := mk("server"), mk("client")
+				defer closeAll(t, client)
+				server.publish(t, "m", swarm.Span{Start: 0, End: 1}, swarm.StateServing)
+				time.Sleep(10*time.Second + phase)
+				synctest.Wait()
+				require.True(t, client.reg.Snapshot()[0].Routable())
+				events := client.reg.Watch(t.Context())
+				server.crash(t)
+				crashed := time.Now()
+				for ev := range events {
+					if ev.Entry.NodeID == server.id && ev.Entry.State != swarm.StateServing {
+						require.Equal(t, swarm.StateSuspected, ev.Entry.State)
+						require.LessOrEqual(t, ev.At.Sub(crashed), 5*time.Second)
+						return
+					}
+				}
+			})
+		})
+	}
+}
