@@ -80,7 +80,7 @@ func (c *Config) AddFlags(fs *pflag.FlagSet) {
 		"file holding this node's private key (libp2p protobuf encoding), created with mode 0600 if missing;\n"+
 			"the key fixes the peer id. Empty: a fresh key and peer id on every run")
 	fs.StringSliceVar(&c.Bootstrap, "bootstrap", c.Bootstrap,
-		"multiaddr of a peer to join the swarm through, ending in /p2p/PEERID (see `swarm identity`),\n"+
+		"multiaddr of a peer to join the swarm through, ending in /p2p/PEERID (swarm identity prints it),\n"+
 			"repeatable or comma-separated, e.g. /ip4/127.0.0.1/tcp/4001/p2p/12D3KooW...; unreachable peers are\n"+
 			"retried with exponential back-off. Empty: start a new swarm")
 	fs.StringVar(&c.SwarmKeyFile, "swarm-key", c.SwarmKeyFile,
