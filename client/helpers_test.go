@@ -2,9 +2,11 @@ package client_test
 
 import (
 	"context"
+	"net"
 	"net/http/httptest"
 	"os"
 	"regexp"
+	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -47,6 +49,7 @@ func loadHead(t testing.TB, model string) blocks.Head {
 type testServer struct {
 	srv *server.Server
 	hs  *httptest.Server
+	ln  *trackingListener
 	url string // ws://127.0.0.1:PORT/v1/inference
 }
 
@@ -64,10 +67,51 @@ func startServer(t testing.TB, model string, span swarm.Span, configure func(*se
 	}
 	srv, err := server.New(context.Background(), cfg, nil)
 	require.NoError(t, err)
-	hs := httptest.NewServer(srv.Handler())
-	ts := &testServer{srv: srv, hs: hs, url: "ws" + hs.URL[len("http"):] + "/v1/inference"}
+	hs := httptest.NewUnstartedServer(srv.Handler())
+	ln := &trackingListener{Listener: hs.Listener}
+	hs.Listener = ln
+	hs.Start()
+	ts := &testServer{srv: srv, hs: hs, ln: ln, url: "ws" + hs.URL[len("http"):] + "/v1/inference"}
 	t.Cleanup(ts.stop)
 	return ts
+}
+
+// kill imitates a crash: the listener and every TCP connection close at
+// once, without any frame.
+func (ts *testServer) kill() { ts.ln.kill() }
+
+// trackingListener remembers the connections it accepted so that kill can
+// close them all.
+type trackingListener struct {
+	net.Listener
+	mu     sync.Mutex
+	conns  []net.Conn
+	killed bool
+}
+
+func (l *trackingListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.killed {
+		c.Close()
+		return nil, net.ErrClosed
+	}
+	l.conns = append(l.conns, c)
+	return c, nil
+}
+
+func (l *trackingListener) kill() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.killed = true
+	l.Listener.Close()
+	for _, c := range l.conns {
+		c.Close()
+	}
 }
 
 // stop shuts the server down (telling open sessions at once) and closes it.

@@ -121,6 +121,9 @@ func (h *hopConn) step(ctx context.Context, pos int, x []float32, n, d int, time
 	start := time.Now()
 	st := &wire.Step{SessionID: h.sid, Position: pos, Hidden: wire.Hidden{DType: h.dtype, NTokens: n, DModel: d, Data: x}}
 	if err := h.fc.WriteFrame(st); err != nil {
+		if e := h.pendingError(); e != nil {
+			return stepResult{}, fmt.Errorf("client: step at %s: %w", h.ep.Inference, e)
+		}
 		return stepResult{}, fmt.Errorf("client: step at %s: %w", h.ep.Inference, err)
 	}
 	timer := time.NewTimer(timeout)
@@ -151,6 +154,24 @@ func (h *hopConn) step(ctx context.Context, pos int, x []float32, n, d int, time
 			return stepResult{}, fmt.Errorf("%w: %s gave no result for position %d within %v", ErrStepTimeout, h.ep.Inference, pos, timeout)
 		case <-ctx.Done():
 			return stepResult{}, fmt.Errorf("client: step at %s: %w", h.ep.Inference, ctx.Err())
+		}
+	}
+}
+
+// pendingError returns an Error frame the server sent before the
+// connection broke (e.g. ShuttingDown), if the reader has one buffered.
+func (h *hopConn) pendingError() *wire.Error {
+	for {
+		select {
+		case f, ok := <-h.frames:
+			if !ok {
+				return nil
+			}
+			if e, isErr := f.(*wire.Error); isErr {
+				return e
+			}
+		default:
+			return nil
 		}
 	}
 }
