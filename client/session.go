@@ -281,6 +281,7 @@ func (s *Session) replay(ctx context.Context, h *hop, in []chunk, length int) ([
 			return nil, fmt.Errorf("client: replay positions %d..%d at %s: %w", pos, pos+n-1, h.cand.Endpoint.Inference, err)
 		}
 		h.record(pos, x, n, s.d)
+		h.stats.add(n, r)
 		h.stats.replayed += n
 		out = append(out, chunk{pos: pos, n: n, data: r.hidden})
 	}
