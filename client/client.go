@@ -82,9 +82,19 @@ func (c Candidate) Usable() bool { return c.Err == nil }
 // model with this protocol version and admits sessions. It returns one
 // Candidate per server, in the order given to New.
 func (c *Client) Candidates(ctx context.Context) []Candidate {
+	return c.candidates(ctx, nil)
+}
+
+// candidates probes the servers not in skip (a hung server there would
+// cost the info timeout); skipped ones come back with skip's error.
+func (c *Client) candidates(ctx context.Context, skip map[string]error) []Candidate {
 	out := make([]Candidate, len(c.endpoints))
 	var wg sync.WaitGroup
 	for i, ep := range c.endpoints {
+		if err := skip[ep.Inference]; err != nil {
+			out[i] = Candidate{Endpoint: ep, Err: err}
+			continue
+		}
 		wg.Go(func() { out[i] = c.probe(ctx, ep) })
 	}
 	wg.Wait()

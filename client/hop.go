@@ -4,10 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"sync"
 	"time"
 
-	"github.com/swarmllm/swarm/server/admission"
 	"github.com/swarmllm/swarm/server/api"
 	"github.com/swarmllm/swarm/swarm"
 	"github.com/swarmllm/swarm/swarm/wire"
@@ -63,7 +63,7 @@ func openHop(ctx context.Context, cfg *config, ep api.Endpoint, model string, sp
 					"position", f.Position, "queue", f.QueueLen, "estimated_wait", f.EstimatedWait)
 				if cfg.onWait != nil {
 					cfg.onWait(WaitEvent{Server: ep.Inference, Span: span, Position: f.Position, QueueLen: f.QueueLen,
-						EstimatedWait: admission.DurationFromSeconds(f.EstimatedWait)})
+						EstimatedWait: seconds(f.EstimatedWait)})
 				}
 			case *wire.Granted:
 				if f.DType != cfg.wireDType {
@@ -141,7 +141,7 @@ func (h *hopConn) step(ctx context.Context, pos int, x []float32, n, d int, time
 						ErrProtocol, h.ep.Inference, h.sid, pos, n, d, f.SessionID, f.Position, f.Hidden.NTokens, f.Hidden.DModel)
 				}
 				elapsed := time.Since(start)
-				compute := admission.DurationFromSeconds(f.Compute)
+				compute := seconds(f.Compute)
 				return stepResult{hidden: f.Hidden.Data, compute: compute, rtt: max(elapsed-compute, 0)}, nil
 			case *wire.Error:
 				return stepResult{}, fmt.Errorf("client: step at %s: %w", h.ep.Inference, f)
@@ -225,4 +225,13 @@ func failoverWorthy(err error) bool {
 		return false
 	}
 	return errors.Is(err, api.ErrClosed) || errors.Is(err, ErrStepTimeout) || errors.Is(err, ErrProtocol)
+}
+
+// seconds converts a wire time in seconds (finite, >= 0: the decoder checks)
+// to a Duration, saturating instead of overflowing.
+func seconds(s float64) time.Duration {
+	if s >= float64(math.MaxInt64)/float64(time.Second) {
+		return time.Duration(math.MaxInt64)
+	}
+	return time.Duration(s * float64(time.Second))
 }

@@ -160,8 +160,7 @@ func TestProcessHungServer(t *testing.T) {
 	a := startServe(t, "--model", model, "--blocks", "0:3")
 	b := startServe(t, "--model", model, "--blocks", "3:5")
 	c := startServe(t, "--model", model, "--blocks", "2:5", "--emulate-latency", "10ms")
-	cl, err := client.New(loadHead(t, model), []string{a.url, b.url, c.url}, client.WithStepTimeout(500*time.Millisecond),
-		client.WithInfoTimeout(500*time.Millisecond))
+	cl, err := client.New(loadHead(t, model), []string{a.url, b.url, c.url}, client.WithStepTimeout(500*time.Millisecond))
 	require.NoError(t, err)
 	sess, err := cl.Open(context.Background(), 200)
 	require.NoError(t, err)

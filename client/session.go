@@ -91,7 +91,7 @@ func (c *Client) Open(ctx context.Context, maxLength int) (*Session, error) {
 	s := &Session{c: c, ctx: ctx, maxLength: maxLength, d: c.model.DModel, excluded: map[string]error{}}
 	whole := c.model.Blocks()
 	for {
-		cands := c.Candidates(ctx)
+		cands := c.candidates(ctx, s.excluded)
 		if err := ctx.Err(); err != nil {
 			return nil, fmt.Errorf("client: open: %w", err)
 		}
@@ -212,7 +212,7 @@ func (s *Session) failover(ctx context.Context, i, pos int, cause error) error {
 		if s.failovers > s.c.cfg.maxFailovers {
 			return fmt.Errorf("%w: hop %d (blocks %s) failed: %w; giving up after %d replacements", ErrFailover, i, failed.span, cause, s.c.cfg.maxFailovers)
 		}
-		cands := s.c.Candidates(ctx)
+		cands := s.c.candidates(ctx, s.excluded)
 		if err := ctx.Err(); err != nil {
 			return fmt.Errorf("client: failover: %w", err)
 		}
