@@ -23,14 +23,16 @@ import (
 
 // measureSchema versions the cache file layout and the measuring method;
 // bump it when either changes so old entries are ignored.
-const measureSchema = 1
+const measureSchema = 2
 
-// Measuring parameters: decodeSteps single-token steps (their median
-// divided by the span length is tau), and for each prefill length the median
-// of prefillReps prefills (divided by the span length, then fit linearly).
+// Measuring parameters: decodeSteps single-token steps at positions spread
+// evenly over the first decodeWindow positions (their median divided by the
+// span length is tau), and for each prefill length the median of
+// prefillReps prefills (divided by the span length, then fit linearly).
 const (
-	decodeSteps = 9
-	prefillReps = 3
+	decodeSteps  = 9
+	decodeWindow = 256
+	prefillReps  = 3
 )
 
 // prefillLengths are the input lengths timed for the fit tauI(l), capped at
@@ -186,7 +188,10 @@ func defaultMeasureDir() (string, error) {
 }
 
 // measure times the engine's whole span: tau is the median of decodeSteps
-// single-token decode steps divided by the span length; tauI(l) is the
+// single-token decode steps divided by the span length, taken at positions
+// spread evenly over the first decodeWindow positions (a CPU engine's decode
+// step costs more at later positions, through attention over the cache, so
+// steps at the start alone would underestimate a session's average); tauI(l) is the
 // least-squares line through the median prefill time per block of inputs of
 // each length in prefillLengths (gonum stat.LinearRegression), refit through
 // the origin if the intercept comes out negative. Inputs are fixed
@@ -205,7 +210,8 @@ func measure(e blocks.Engine) (timing, error) {
 			lengths = append(lengths, l)
 		}
 	}
-	longest := max(slices.Max(lengths), min(decodeSteps+1, maxLen))
+	window := min(decodeWindow, maxLen)
+	longest := max(slices.Max(lengths), window)
 	sess, err := e.NewSession(span, longest)
 	if err != nil {
 		return timing{}, fmt.Errorf("%w: %w", ErrMeasure, err)
@@ -222,26 +228,31 @@ func measure(e blocks.Engine) (timing, error) {
 		return time.Since(start).Seconds(), err
 	}
 
-	// Decode: position 0 warms up, then one token at a time.
-	if _, err := forward(0, 1); err != nil {
-		return timing{}, fmt.Errorf("%w: %w", ErrMeasure, err)
+	// Decode: fill the cache with window-1 positions (this also warms up),
+	// then step single tokens at decreasing positions: each step truncates
+	// the cache to its position, so every step sees a cache of exactly
+	// that many earlier positions.
+	history := window - 1
+	if history > 0 {
+		if _, err := forward(0, history); err != nil {
+			return timing{}, fmt.Errorf("%w: %w", ErrMeasure, err)
+		}
 	}
-	steps := min(decodeSteps, longest-1)
-	dec := make([]float64, 0, steps)
-	for p := 1; p <= steps; p++ {
+	var positions []int
+	for i := decodeSteps; i >= 1; i-- {
+		if p := i * history / decodeSteps; len(positions) == 0 || p != positions[len(positions)-1] {
+			positions = append(positions, p)
+		}
+	}
+	dec := make([]float64, 0, len(positions))
+	for _, p := range positions {
 		s, err := forward(p, 1)
 		if err != nil {
 			return timing{}, fmt.Errorf("%w: %w", ErrMeasure, err)
 		}
 		dec = append(dec, s)
 	}
-	if len(dec) == 0 { // a model whose context is a single token
-		s, err := forward(0, 1)
-		if err != nil {
-			return timing{}, fmt.Errorf("%w: %w", ErrMeasure, err)
-		}
-		dec = append(dec, s)
-	}
+	slices.Reverse(positions)
 	m := float64(span.Len())
 	tau := median(dec) / m
 
@@ -262,7 +273,7 @@ func measure(e blocks.Engine) (timing, error) {
 		tau = math.SmallestNonzeroFloat64 // a clock too coarse for the span
 	}
 	return timing{Tau: tau, TauI: fit, Detail: api.Measurement{
-		DecodeSteps: len(dec), PrefillLengths: lengths, PrefillSeconds: ys,
+		DecodeSteps: len(dec), DecodePositions: positions, PrefillLengths: lengths, PrefillSeconds: ys,
 		Hardware: hardware(), MeasuredAt: time.Now().UTC().Format(time.RFC3339),
 	}}, nil
 }

@@ -119,6 +119,8 @@ func TestInfo(t *testing.T) {
 	require.Equal(t, []int{1, 8, 32, 128}, got.Measurement.PrefillLengths)
 	require.Len(t, got.Measurement.PrefillSeconds, 4)
 	require.Equal(t, 9, got.Measurement.DecodeSteps)
+	// i*255/9 for i = 1..9: steps spread over a cache of up to 255 positions.
+	require.Equal(t, []int{28, 56, 85, 113, 141, 170, 198, 226, 255}, got.Measurement.DecodePositions)
 	require.False(t, got.Measurement.Cached)
 	require.Contains(t, got.Measurement.Hardware, "GOMAXPROCS=")
 

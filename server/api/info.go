@@ -58,6 +58,10 @@ type Measurement struct {
 	// DecodeSteps is how many single-token decode steps through the whole
 	// span were timed; Tau is their median divided by the span length.
 	DecodeSteps int `json:"decode_steps"`
+	// DecodePositions are the positions of those steps (each with that
+	// many earlier positions in the attention cache), spread over the
+	// first 256 positions of a session.
+	DecodePositions []int `json:"decode_positions"`
 	// PrefillLengths are the input lengths l, in tokens, whose prefill time
 	// per block was timed for the least-squares fit TauI(l).
 	PrefillLengths []int `json:"prefill_lengths"`
