@@ -25,6 +25,9 @@ type conn struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup // Open handlers and session workers
 	opens  sync.WaitGroup // Open handlers; Add only under mu while !abortingLocked
+	// closings counts Close requests whose Closed frame is not sent yet;
+	// Add only under mu while !abortingLocked.
+	closings sync.WaitGroup
 
 	mu sync.Mutex
 	// sessionsLocked maps session ids to sessions; a nil value reserves
@@ -215,27 +218,34 @@ func (c *conn) step(st *wire.Step) {
 func (c *conn) closeSession(cl *wire.Close) {
 	c.mu.Lock()
 	sess := c.sessionsLocked[cl.SessionID]
+	tracked := false
 	if sess != nil {
 		delete(c.sessionsLocked, cl.SessionID)
+		if !c.abortingLocked {
+			c.closings.Add(1)
+			tracked = true
+		}
 	}
 	c.mu.Unlock()
 	if sess == nil {
 		c.sendError(cl.SessionID, fmt.Errorf("%w: no open session %q on this connection", errUnknownSession, cl.SessionID))
 		return
 	}
-	sess.requestClose()
+	sess.requestClose(tracked)
 }
 
 // abort tells every open session of the connection that the server is
 // shutting down (so that clients fail over) and closes the connection. It
 // first lets the Open handlers in flight answer (the admission controller
-// is closed by then, so they end promptly), so that every session the
-// client knows of gets its Error frame before the connection closes.
+// is closed by then, so they end promptly) and the closing sessions send
+// their Closed frames, so that the client hears about every session it
+// knows of before the connection closes.
 func (c *conn) abort(err error) {
 	c.mu.Lock()
 	c.abortingLocked = true
 	c.mu.Unlock()
 	c.opens.Wait()
+	c.closings.Wait()
 	c.mu.Lock()
 	var ids []string
 	for id, sess := range c.sessionsLocked {

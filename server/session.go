@@ -32,6 +32,9 @@ type session struct {
 	// Guarded by mu.
 	queueLocked   []*wire.Step
 	closingLocked bool
+	// trackedLocked: the close is counted in c.closings, to be marked done
+	// when the worker ends.
+	trackedLocked bool
 
 	// Worker-only state.
 	lastStep time.Time
@@ -57,10 +60,12 @@ func (s *session) enqueue(st *wire.Step) error {
 	return nil
 }
 
-// requestClose makes the worker close the session after its queued steps.
-func (s *session) requestClose() {
+// requestClose makes the worker close the session after its queued steps;
+// tracked says the close is counted in the connection's closings.
+func (s *session) requestClose(tracked bool) {
 	s.mu.Lock()
 	s.closingLocked = true
+	s.trackedLocked = tracked
 	s.mu.Unlock()
 	s.signal()
 }
@@ -91,6 +96,14 @@ func (s *session) next() (st *wire.Step, closing bool) {
 // for a Close, answers Closed (after the release, so that a client that sees
 // Closed knows the room is free).
 func (s *session) run() {
+	defer func() {
+		s.mu.Lock()
+		tracked := s.trackedLocked
+		s.mu.Unlock()
+		if tracked {
+			s.c.closings.Done()
+		}
+	}()
 	for {
 		select {
 		case <-s.c.ctx.Done():
