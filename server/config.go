@@ -16,8 +16,6 @@ var (
 	ErrBadConfig = errors.New("server: bad config")
 	// ErrMeasure: the start-up measurement of tau and tauI failed.
 	ErrMeasure = errors.New("server: measurement failed")
-	// ErrClosed: the server is closed.
-	ErrClosed = errors.New("server: closed")
 )
 
 // DefaultMemorySessions is how many full-context sessions the default
