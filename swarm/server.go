@@ -115,6 +115,19 @@ type ServerInfo struct {
 	Endpoints []string `json:"endpoints,omitempty"`
 	// ProtocolVersion is the wire protocol version the server speaks.
 	ProtocolVersion int `json:"protocol_version"`
+	// ClientRTT is t*_j = max_c t_cj of paper 003 eq. (14): the largest
+	// per-token round trip time, in seconds, the server measured to the
+	// client and ingress nodes it knows (or to its bootstrap peers when it
+	// knows none). Placement uses it in the amortized time per block
+	// t~_j = tau_j + t*_j / m_j. 0 when unmeasured.
+	ClientRTT float64 `json:"client_rtt,omitempty"`
+	// Tentative is true while a joining server (state JOIN) announces the
+	// span it would take but has not settled on it yet: `swarm serve
+	// --blocks auto` announces its tentative span, waits a settle interval
+	// for concurrent joiners, re-runs placement and then announces the
+	// final span (Tentative false) before loading it. Always false for a
+	// fixed span.
+	Tentative bool `json:"tentative,omitempty"`
 }
 
 // String is a short human-readable description, for logs.
