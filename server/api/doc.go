@@ -4,7 +4,9 @@
 // URLs, and FrameConn, a connection that carries swarm/wire frames, with two
 // implementations: one frame per websocket binary message (gorilla/websocket)
 // and frames back to back on any reliable byte stream (io.ReadWriteCloser,
-// e.g. a libp2p stream for /swarm/inference/1).
+// e.g. a libp2p stream for /swarm/inference/1), and the names of the libp2p
+// stream protocols (InferenceProtocol, InfoProtocol) with the
+// "libp2p://PEERID" endpoints of servers reached through them.
 //
 // server/ and client/ both speak through FrameConn, so the session protocol
 // never depends on the transport that carries it.
