@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"sync"
 	"time"
 
@@ -39,8 +40,8 @@ func New(head blocks.Head, servers []string, opts ...Option) (*Client, error) {
 			return nil, err
 		}
 	}
-	if len(servers) == 0 {
-		return nil, fmt.Errorf("%w: no candidate servers", ErrBadOption)
+	if len(servers) == 0 && cfg.source == nil {
+		return nil, fmt.Errorf("%w: no candidate servers (give servers or WithSource)", ErrBadOption)
 	}
 	c := &Client{head: head, model: head.Info(), cfg: cfg}
 	seen := map[string]bool{}
@@ -77,20 +78,51 @@ type Candidate struct {
 // Usable reports whether the candidate can take sessions.
 func (c Candidate) Usable() bool { return c.Err == nil }
 
-// Candidates fetches GET /v1/info from every candidate server
-// concurrently, measures its RTT and checks that it serves the client's
-// model with this protocol version and admits sessions. It returns one
-// Candidate per server, in the order given to New.
+// Candidates fetches the Info document (GET /v1/info, or the
+// WithInfoFetcher transport) of every candidate server concurrently,
+// measures its RTT and checks that it serves the client's model with this
+// protocol version and admits sessions. It returns one Candidate per
+// server: those given to New in their order, then the WithSource ones (a
+// source's error is logged; Open and failovers return it).
 func (c *Client) Candidates(ctx context.Context) []Candidate {
-	return c.candidates(ctx, nil)
+	cands, err := c.candidates(ctx, nil)
+	if err != nil {
+		c.cfg.log.Warn("candidate source failed", "err", err)
+	}
+	return cands
+}
+
+// endpointsNow returns the servers given to New followed by the source's
+// current ones, without duplicates.
+func (c *Client) endpointsNow(ctx context.Context) ([]api.Endpoint, error) {
+	if c.cfg.source == nil {
+		return c.endpoints, nil
+	}
+	more, err := c.cfg.source.Endpoints(ctx)
+	eps := slices.Clone(c.endpoints)
+	seen := map[string]bool{}
+	for _, ep := range eps {
+		seen[ep.Inference] = true
+	}
+	for _, ep := range more {
+		if !seen[ep.Inference] {
+			seen[ep.Inference] = true
+			eps = append(eps, ep)
+		}
+	}
+	if err != nil {
+		return eps, fmt.Errorf("client: candidate source: %w", err)
+	}
+	return eps, nil
 }
 
 // candidates probes the servers not in skip (a hung server there would
 // cost the info timeout); skipped ones come back with skip's error.
-func (c *Client) candidates(ctx context.Context, skip map[string]error) []Candidate {
-	out := make([]Candidate, len(c.endpoints))
+func (c *Client) candidates(ctx context.Context, skip map[string]error) ([]Candidate, error) {
+	endpoints, srcErr := c.endpointsNow(ctx)
+	out := make([]Candidate, len(endpoints))
 	var wg sync.WaitGroup
-	for i, ep := range c.endpoints {
+	for i, ep := range endpoints {
 		if err := skip[ep.Inference]; err != nil {
 			out[i] = Candidate{Endpoint: ep, Err: err}
 			continue
@@ -98,7 +130,7 @@ func (c *Client) candidates(ctx context.Context, skip map[string]error) []Candid
 		wg.Go(func() { out[i] = c.probe(ctx, ep) })
 	}
 	wg.Wait()
-	return out
+	return out, srcErr
 }
 
 // probe reads one server's info twice (the second on a warm connection)
@@ -122,33 +154,46 @@ func (c *Client) probe(ctx context.Context, ep api.Endpoint) Candidate {
 	return cand
 }
 
-// fetchInfo does one GET /v1/info.
+// fetchInfo reads one server's Info within the info timeout and returns
+// the time the read took.
 func (c *Client) fetchInfo(ctx context.Context, ep api.Endpoint) (api.Info, time.Duration, error) {
 	ctx, cancel := context.WithTimeout(ctx, c.cfg.infoTimeout)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, ep.Info, nil)
-	if err != nil {
-		return api.Info{}, 0, fmt.Errorf("client: %s: %w", ep.Info, err)
+	fetch := c.cfg.fetchInfo
+	if fetch == nil {
+		fetch = HTTPInfo(c.cfg.httpClient)
 	}
 	start := time.Now()
-	resp, err := c.cfg.httpClient.Do(req)
-	if err != nil {
-		return api.Info{}, 0, fmt.Errorf("client: GET %s: %w", ep.Info, err)
+	info, err := fetch(ctx, ep)
+	return info, time.Since(start), err
+}
+
+// HTTPInfo returns the default InfoFetcher: GET ep.Info with hc, the JSON
+// body (at most api.MaxInfoBytes) decoded as api.Info.
+func HTTPInfo(hc *http.Client) InfoFetcher {
+	return func(ctx context.Context, ep api.Endpoint) (api.Info, error) {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, ep.Info, nil)
+		if err != nil {
+			return api.Info{}, fmt.Errorf("client: %s: %w", ep.Info, err)
+		}
+		resp, err := hc.Do(req)
+		if err != nil {
+			return api.Info{}, fmt.Errorf("client: GET %s: %w", ep.Info, err)
+		}
+		defer resp.Body.Close()
+		body, err := io.ReadAll(io.LimitReader(resp.Body, api.MaxInfoBytes))
+		if err != nil {
+			return api.Info{}, fmt.Errorf("client: GET %s: %w", ep.Info, err)
+		}
+		if resp.StatusCode != http.StatusOK {
+			return api.Info{}, fmt.Errorf("client: GET %s: HTTP %s", ep.Info, resp.Status)
+		}
+		var info api.Info
+		if err := json.Unmarshal(body, &info); err != nil {
+			return api.Info{}, fmt.Errorf("client: GET %s: bad JSON: %w", ep.Info, err)
+		}
+		return info, nil
 	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
-	rtt := time.Since(start)
-	if err != nil {
-		return api.Info{}, 0, fmt.Errorf("client: GET %s: %w", ep.Info, err)
-	}
-	if resp.StatusCode != http.StatusOK {
-		return api.Info{}, 0, fmt.Errorf("client: GET %s: HTTP %s", ep.Info, resp.Status)
-	}
-	var info api.Info
-	if err := json.Unmarshal(body, &info); err != nil {
-		return api.Info{}, 0, fmt.Errorf("client: GET %s: bad JSON: %w", ep.Info, err)
-	}
-	return info, rtt, nil
 }
 
 // check reports why a server's advertised info makes it unusable.

@@ -1,6 +1,9 @@
 // Package client drives sessions over chains of swarm servers (DESIGN.md
 // "client/"): it holds only the model's head (embeddings, final norm, LM
-// head, tokenizer), discovers candidate servers through GET /v1/info,
+// head, tokenizer), takes candidate servers from New's list and from a
+// Source asked at every Open and failover (package node lists the
+// registry's SERVING servers), discovers them through GET /v1/info (or an
+// InfoFetcher for other transports, such as libp2p streams),
 // chooses a chain covering all blocks with WS-RR (routing.WSRR, paper 003
 // Alg. 2 lines 10-13), sends hidden states to each hop in turn (hub-spoke),
 // keeps for each hop the inputs it sent (the client-side cache), runs the

@@ -42,6 +42,21 @@ var (
 // own.
 type Dialer func(ctx context.Context, ep api.Endpoint, maxPayload int) (api.FrameConn, error)
 
+// InfoFetcher reads a server's Info document (what GET /v1/info answers).
+// The default, HTTPInfo, does GET ep.Info; a libp2p transport reads it from
+// a /swarm/info/1 stream. The client times the call for the server's RTT
+// and bounds it with the info timeout.
+type InfoFetcher func(ctx context.Context, ep api.Endpoint) (api.Info, error)
+
+// Source supplies candidate servers each time a session chooses servers: at
+// Open and at every failover. Package node implements it over the registry
+// (SERVING servers of the model, SUSPECTED/DOWN/LEFT ones left out).
+type Source interface {
+	// Endpoints returns the candidate servers now. An error fails the Open
+	// or failover that asked.
+	Endpoints(ctx context.Context) ([]api.Endpoint, error)
+}
+
 // WaitEvent reports that a server queued a session's Open for cache room
 // (a Waiting frame, paper 003 eq. 20).
 type WaitEvent struct {
@@ -70,6 +85,8 @@ type config struct {
 	log          *slog.Logger
 	httpClient   *http.Client
 	dial         Dialer
+	fetchInfo    InfoFetcher // nil: HTTPInfo(httpClient)
+	source       Source      // nil: only the servers given to New
 	onWait       func(WaitEvent)
 }
 
@@ -95,7 +112,7 @@ func defaultConfig() config {
 		maxFailovers: DefaultMaxFailovers,
 		log:          slog.New(slog.DiscardHandler),
 		httpClient:   &http.Client{},
-		dial:         dialWebsocket,
+		dial:         DialWebsocket,
 	}
 }
 
@@ -207,6 +224,30 @@ func WithDialer(d Dialer) Option {
 	}
 }
 
+// WithInfoFetcher replaces the GET /v1/info of discovery (default
+// HTTPInfo over the WithHTTPClient client).
+func WithInfoFetcher(f InfoFetcher) Option {
+	return func(c *config) error {
+		if f == nil {
+			return fmt.Errorf("%w: nil info fetcher", ErrBadOption)
+		}
+		c.fetchInfo = f
+		return nil
+	}
+}
+
+// WithSource adds candidate servers from src, asked at every Open and
+// failover, to those given to New (which may then be empty).
+func WithSource(src Source) Option {
+	return func(c *config) error {
+		if src == nil {
+			return fmt.Errorf("%w: nil candidate source", ErrBadOption)
+		}
+		c.source = src
+		return nil
+	}
+}
+
 // WithWaitHook calls f whenever a server queues one of the client's
 // sessions for cache room (from the goroutine opening the session).
 func WithWaitHook(f func(WaitEvent)) Option {
@@ -216,8 +257,8 @@ func WithWaitHook(f func(WaitEvent)) Option {
 	}
 }
 
-// dialWebsocket is the default Dialer.
-func dialWebsocket(ctx context.Context, ep api.Endpoint, maxPayload int) (api.FrameConn, error) {
+// DialWebsocket is the default Dialer: a websocket to ep.Inference.
+func DialWebsocket(ctx context.Context, ep api.Endpoint, maxPayload int) (api.FrameConn, error) {
 	ws, resp, err := websocket.DefaultDialer.DialContext(ctx, ep.Inference, nil)
 	if resp != nil && resp.Body != nil {
 		resp.Body.Close()

@@ -91,9 +91,12 @@ func (c *Client) Open(ctx context.Context, maxLength int) (*Session, error) {
 	s := &Session{c: c, ctx: ctx, maxLength: maxLength, d: c.model.DModel, excluded: map[string]error{}}
 	whole := c.model.Blocks()
 	for {
-		cands := c.candidates(ctx, s.excluded)
+		cands, srcErr := c.candidates(ctx, s.excluded)
 		if err := ctx.Err(); err != nil {
 			return nil, fmt.Errorf("client: open: %w", err)
+		}
+		if srcErr != nil {
+			return nil, srcErr
 		}
 		plan, err := route(c.model, cands, s.excluded, whole, maxLength)
 		if err != nil {
@@ -212,9 +215,12 @@ func (s *Session) failover(ctx context.Context, i, pos int, cause error) error {
 		if s.failovers > s.c.cfg.maxFailovers {
 			return fmt.Errorf("%w: hop %d (blocks %s) failed: %w; giving up after %d replacements", ErrFailover, i, failed.span, cause, s.c.cfg.maxFailovers)
 		}
-		cands := s.c.candidates(ctx, s.excluded)
+		cands, srcErr := s.c.candidates(ctx, s.excluded)
 		if err := ctx.Err(); err != nil {
 			return fmt.Errorf("client: failover: %w", err)
+		}
+		if srcErr != nil {
+			return fmt.Errorf("%w: hop %d at %s (blocks %s) failed: %w; %w", ErrFailover, i, url, failed.span, cause, srcErr)
 		}
 		plan, err := route(s.c.model, cands, s.excluded, failed.span, s.maxLength)
 		if err != nil {

@@ -1,4 +1,0 @@
-package client
-
-// DialWebsocket exposes the default Dialer to the external tests.
-var DialWebsocket = dialWebsocket
