@@ -189,6 +189,7 @@ func (c *conn) open(o *wire.Open) {
 	registered = true
 	c.mu.Unlock()
 	c.wg.Go(sess.run)
+	s.notifyLoad()
 	c.log.Info("session open", "session", sid, "span", o.Span.String(), "max_length", o.MaxLength,
 		"dtype", o.DType.String(), "cache_bytes", g.CacheBytes(), "waited", g.Waited())
 	c.send(&wire.Granted{SessionID: sid, DType: o.DType, CacheBytes: g.CacheBytes(), Waited: g.Waited().Seconds()})

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -37,12 +38,17 @@ type Server struct {
 
 	draining chan struct{} // closed when Shutdown starts
 	conns    sync.WaitGroup
+	// loadChanged (1-buffered) is signalled when a session is admitted or
+	// released: the load the server advertises changed.
+	loadChanged chan struct{}
 
 	mu sync.Mutex
 	// Guarded by mu.
 	connsLocked     map[*conn]struct{}
 	closedLocked    bool // no new connection is served
 	endpointsLocked []string
+	// extraEndpointsLocked are advertised after endpointsLocked (AddEndpoints).
+	extraEndpointsLocked []string
 }
 
 // New loads the span cfg.Blocks of the model cfg.Model (only its blocks'
@@ -106,24 +112,10 @@ func newServer(ctx context.Context, cfg Config, log *slog.Logger, engine blocks.
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("server: %w", err)
 	}
-	dir := cfg.MeasureCacheDir
-	if dir == "" {
-		if dir, err = defaultMeasureDir(); err != nil {
-			log.Warn("no measurement cache", "err", err)
-			dir = ""
-		}
-	}
-	key, err := newMeasureKey(cfg.Model, info, cfg.Blocks)
-	if err != nil {
-		log.Warn("measurement cache disabled: cannot identify the model file", "err", err)
-		dir = ""
-	}
-	t, err := loadOrMeasure(engine, dir, key, cfg.Remeasure, func(msg string, err error) { log.Warn(msg, "dir", dir, "err", err) })
+	t, err := measureCached(cfg, engine, log)
 	if err != nil {
 		return nil, err
 	}
-	log.Info("measured span", "span", cfg.Blocks.String(), "tau", t.Tau, "tauI_intercept", t.TauI.Intercept,
-		"tauI_slope", t.TauI.Slope, "cached", t.Detail.Cached, "hardware", t.Detail.Hardware)
 	return &Server{
 		cfg: cfg, log: log, engine: engine, info: info, maxLength: maxLength, memory: memory,
 		adm: adm, timing: t,
@@ -133,6 +125,7 @@ func newServer(ctx context.Context, cfg Config, log *slog.Logger, engine blocks.
 			CheckOrigin: func(*http.Request) bool { return true },
 		},
 		draining:    make(chan struct{}),
+		loadChanged: make(chan struct{}, 1),
 		connsLocked: map[*conn]struct{}{},
 	}, nil
 }
@@ -163,7 +156,7 @@ func (s *Server) isDraining() bool {
 func (s *Server) Info() api.Info {
 	snap := s.adm.Snapshot()
 	s.mu.Lock()
-	endpoints := append([]string(nil), s.endpointsLocked...)
+	endpoints := append(append([]string(nil), s.endpointsLocked...), s.extraEndpointsLocked...)
 	s.mu.Unlock()
 	id := ""
 	if len(endpoints) > 0 {
@@ -186,6 +179,45 @@ func (s *Server) Info() api.Info {
 		Measurement: s.timing.Detail,
 		Admission:   snap,
 	}
+}
+
+// AddEndpoints adds addresses the server is reached at besides the
+// websocket of Serve (e.g. its libp2p multiaddrs, for ServeConn over
+// /swarm/inference/1); Info lists them after the websocket URL.
+func (s *Server) AddEndpoints(endpoints ...string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.extraEndpointsLocked = append(s.extraEndpointsLocked, endpoints...)
+}
+
+// LoadChanged returns a channel that receives (coalesced: it holds one
+// signal at most) whenever a session is admitted or released, i.e. when
+// Info's Sessions and CacheBytesFree changed. Announcers read Info then;
+// the remaining times of open sessions also count down between signals.
+func (s *Server) LoadChanged() <-chan struct{} { return s.loadChanged }
+
+// notifyLoad signals LoadChanged.
+func (s *Server) notifyLoad() {
+	select {
+	case s.loadChanged <- struct{}{}:
+	default: // a signal is pending
+	}
+}
+
+// WriteInfo writes the Info document as indented JSON to w, after the
+// emulated latency (as GET /v1/info does), for transports other than
+// HTTP (the /swarm/info/1 libp2p stream). It returns ctx's error if ctx
+// ends during the emulated latency, or w's error.
+func (s *Server) WriteInfo(ctx context.Context, w io.Writer) error {
+	if !wait(ctx, s.cfg.EmulateLatency) {
+		return fmt.Errorf("server: write info: %w", ctx.Err())
+	}
+	b, err := json.MarshalIndent(s.Info(), "", "  ")
+	if err != nil {
+		return fmt.Errorf("server: write info: %w", err)
+	}
+	_, err = w.Write(append(b, '\n'))
+	return err
 }
 
 // Handler serves GET /v1/info (JSON) and GET /v1/inference (websocket

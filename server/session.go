@@ -132,6 +132,7 @@ func (s *session) run() {
 func (s *session) release() {
 	s.es.Close()
 	s.grant.Release()
+	s.c.s.notifyLoad()
 }
 
 // forward runs one step through the session's blocks and answers Result
