@@ -31,7 +31,7 @@ func (n *Node) runDiscovery() {
 	}
 	if n.advertise {
 		n.wg.Add(1)
-		go n.runAdvertise()
+		go n.runAdvertise(n.opts.rendezvous)
 	}
 	pause := time.Second
 	for {
@@ -47,16 +47,16 @@ func (n *Node) runDiscovery() {
 	}
 }
 
-// runAdvertise advertises the node at the rendezvous, retrying failures
+// runAdvertise advertises the node at the rendezvous ns, retrying failures
 // (typically an empty routing table right after bootstrap) with back-off.
-func (n *Node) runAdvertise() {
+func (n *Node) runAdvertise(ns string) {
 	defer n.wg.Done()
 	retry := backoff.NewExponentialBackoff(time.Second, time.Minute, backoff.NoJitter, time.Second, 2, 0, mrand.NewSource(0))()
 	for {
-		ttl, err := n.disc.Advertise(n.ctx, n.opts.rendezvous)
+		ttl, err := n.disc.Advertise(n.ctx, ns)
 		wait := min(7*ttl/8, maxReadvertise)
 		if err != nil {
-			n.opts.logger.Debug("p2p: advertise at rendezvous failed", "err", err)
+			n.opts.logger.Debug("p2p: advertise at rendezvous failed", "rendezvous", ns, "err", err)
 			wait = retry.Delay()
 		} else {
 			retry.Reset()

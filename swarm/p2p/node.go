@@ -47,7 +47,9 @@ type Node struct {
 
 	ctx    context.Context // cancelled by Close; parent of every goroutine's work
 	cancel context.CancelFunc
-	wg     sync.WaitGroup // the goroutines started by New
+	wg     sync.WaitGroup // the goroutines started by New and AdvertiseAt
+	// startMu orders wg.Add in AdvertiseAt before Close's cancel and Wait.
+	startMu sync.Mutex
 
 	closeOnce sync.Once
 	closeErr  error
@@ -247,7 +249,9 @@ func (n *Node) markReady() { n.readyOnce.Do(func() { close(n.ready) }) }
 // closes the DHT and the host. It is idempotent.
 func (n *Node) Close() error {
 	n.closeOnce.Do(func() {
+		n.startMu.Lock()
 		n.cancel()
+		n.startMu.Unlock()
 		n.wg.Wait()
 		n.closeErr = errors.Join(n.peerEvents.Close(), n.dht.Close(), n.host.Close())
 	})
