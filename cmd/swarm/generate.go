@@ -5,20 +5,31 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"math/rand/v2"
+	"slices"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/swarmllm/swarm/blocks"
 	"github.com/swarmllm/swarm/client"
+	"github.com/swarmllm/swarm/node"
+	"github.com/swarmllm/swarm/registry"
+	"github.com/swarmllm/swarm/swarm"
+	"github.com/swarmllm/swarm/swarm/p2p"
 )
 
 // generateOptions are the flags of `swarm generate`.
 type generateOptions struct {
-	local     bool
-	servers   []string
-	bootstrap []string
+	local   bool
+	servers []string
+	// --bootstrap and the other node flags; the registry's timing.
+	p2p  p2p.Config
+	reg  registry.Config
+	wait time.Duration
+	// providers restricts --bootstrap to these providers' servers.
+	providers []string
 
 	model     string
 	tokenizer string
@@ -53,8 +64,18 @@ each server of the chain in turn. If a server dies, errors or does not
 answer a step within --step-timeout, the client replaces it by other
 candidates covering its blocks, replays that server's input history at the
 same positions and continues: the output is the same as without the
-failure. --bootstrap (discovery through the registry) is not implemented
-yet.
+failure.
+
+With --bootstrap this process joins the swarm as a client-only node (DHT
+client mode; it publishes nothing in the registry), fetches the registry
+from a bootstrap peer and waits (up to --wait) until the SERVING servers of
+the model cover every block; then the registry is the candidate source: the
+client probes those servers, chooses the chain with WS-RR from their
+advertised tau and load and its measured RTTs, and on a failure re-routes
+among the servers the registry then lists as SERVING (SUSPECTED, DOWN and
+LEFT ones are left out). Servers are reached over their websocket, or over
+the /swarm/inference/1 libp2p stream when they advertise no websocket or
+their websocket does not answer (e.g. behind a NAT, through a relay).
 
 The model is a GGUF file, a llama2.c .bin checkpoint (its tokenizer is
 tokenizer.bin beside it unless --tokenizer says otherwise) or a Hugging Face
@@ -63,17 +84,28 @@ directory (config.json + safetensors + tokenizer.model or tokenizer.json).
 Examples:
   swarm generate --local --model stories260K.bin --tokenizer tok512.bin --temperature 0 --max-tokens 200
   swarm generate --local --model stories260K.gguf --prompt "Once upon a time" --seed 42
-  swarm generate --servers 127.0.0.1:7001,127.0.0.1:7002,127.0.0.1:7003 --model stories260K.bin --tokenizer tok512.bin --temperature 0 --stats`,
+  swarm generate --servers 127.0.0.1:7001,127.0.0.1:7002,127.0.0.1:7003 --model stories260K.bin --tokenizer tok512.bin --temperature 0 --stats
+  swarm generate --bootstrap /ip4/127.0.0.1/tcp/4001/p2p/12D3KooW... --model stories260K.bin --tokenizer tok512.bin --temperature 0`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			o.seedSet = cmd.Flags().Changed("seed")
 			return runGenerate(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), o)
 		},
 	}
+	o.p2p = p2p.DefaultConfig()
+	o.p2p.DHTMode = p2p.DHTModeClient
+	o.reg = registry.DefaultConfig()
+	o.wait = 30 * time.Second
 	f := cmd.Flags()
 	f.BoolVar(&o.local, "local", false, "run every block in this process")
 	f.StringSliceVar(&o.servers, "servers", nil, "comma-separated candidate servers, ws://HOST:PORT or HOST:PORT; the client chooses a chain covering all blocks among them")
-	f.StringSliceVar(&o.bootstrap, "bootstrap", nil, "multiaddr of a swarm node to discover servers through (not implemented yet; repeatable)")
+	o.p2p.AddFlags(f)
+	o.reg.AddFlags(f)
+	_ = f.MarkHidden("heartbeat-interval") // a client publishes nothing
+	_ = f.MarkHidden("dht-mode")           // a client is always a DHT client
+	_ = f.MarkHidden("relay-service")
+	f.DurationVar(&o.wait, "wait", o.wait, "with --bootstrap: how long to wait for a bootstrap peer and for SERVING servers covering every block")
+	f.StringSliceVar(&o.providers, "providers", nil, "with --bootstrap: use only servers of these providers (comma-separated; default: any)")
 	f.StringVar(&o.model, "model", "", "model: a .gguf file, a llama2.c .bin checkpoint or a Hugging Face directory (required)")
 	f.StringVar(&o.tokenizer, "tokenizer", "", "tokenizer file (tokenizer.bin, tokenizer.model, tokenizer.json, .gguf) instead of the model's own")
 	f.StringVar(&o.prompt, "prompt", "", "text to continue; empty starts from BOS alone")
@@ -84,9 +116,10 @@ Examples:
 	f.Float64Var(&o.sampler.RepetitionPenalty, "repetition-penalty", 1.0, "divide positive (multiply negative) logits of tokens already seen by R; 1 is off")
 	f.Uint64Var(&o.sampler.Seed, "seed", 0, "random seed of the sampler (default: a random seed)")
 	f.BoolVar(&o.stats, "stats", false, "print time to first token, time per output token and tokens/s to stderr at the end; with --servers also each hop's blocks, median round trip time t_cj (minus server compute) and median server compute per token")
-	f.DurationVar(&o.stepTimeout, "step-timeout", client.DefaultStepTimeout, "with --servers: how long a server may take to answer one step before the client fails over to another")
-	f.DurationVar(&o.allocTimeout, "alloc-timeout", client.DefaultAllocTimeout, "with --servers: how long a server may queue the session for attention-cache room")
-	f.StringVar(&o.wireDType, "wire-dtype", "f32", "with --servers: dtype of hidden states on the wire: f32 (exact), f16 or bf16 (half the bytes, rounded)")
+	f.DurationVar(&o.stepTimeout, "step-timeout", client.DefaultStepTimeout, "with --servers or --bootstrap: how long a server may take to answer one step before the client fails over to another")
+	f.DurationVar(&o.allocTimeout, "alloc-timeout", client.DefaultAllocTimeout, "with --servers or --bootstrap: how long a server may queue the session for attention-cache room")
+	f.StringVar(&o.wireDType, "wire-dtype", "f32", "with --servers or --bootstrap: dtype of hidden states on the wire: f32 (exact), f16 or bf16 (half the bytes, rounded)")
+	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return fmt.Errorf("%w: %w", errUsage, err) })
 	return cmd
 }
 
@@ -94,7 +127,7 @@ Examples:
 // streams the generation to out.
 func runGenerate(ctx context.Context, out, errOut io.Writer, o generateOptions) error {
 	modes := 0
-	for _, on := range []bool{o.local, len(o.servers) > 0, len(o.bootstrap) > 0} {
+	for _, on := range []bool{o.local, len(o.servers) > 0, len(o.p2p.Bootstrap) > 0} {
 		if on {
 			modes++
 		}
@@ -130,10 +163,91 @@ func openBackend(ctx context.Context, errOut io.Writer, o generateOptions) (bloc
 	switch {
 	case len(o.servers) > 0:
 		return openServers(ctx, errOut, o)
-	case len(o.bootstrap) > 0:
-		return nil, nil, nil, fmt.Errorf("generate --bootstrap: %w", errNotImplemented)
+	case len(o.p2p.Bootstrap) > 0:
+		return openBootstrap(ctx, errOut, o)
 	}
 	return openLocal(o)
+}
+
+// openBootstrap joins the swarm as a client-only node, waits until the
+// registry's SERVING servers cover the model, and returns a blockRunner
+// whose Forwarder is a client session with the registry as its candidate
+// source. The release function of openBackend leaves the swarm.
+func openBootstrap(ctx context.Context, errOut io.Writer, o generateOptions) (blocks.Head, blockRunner, func() error, error) {
+	switch {
+	case o.wait <= 0:
+		return nil, nil, nil, fmt.Errorf("%w: --wait %v, want > 0", errUsage, o.wait)
+	case len(o.providers) > 0 && slices.Contains(o.providers, ""):
+		return nil, nil, nil, fmt.Errorf("%w: --providers: empty provider name", errUsage)
+	}
+	if err := o.p2p.Validate(); err != nil {
+		return nil, nil, nil, fmt.Errorf("%w: %w", errUsage, err)
+	}
+	if err := o.reg.Validate(); err != nil {
+		return nil, nil, nil, fmt.Errorf("%w: %w", errUsage, err)
+	}
+	dtype, err := swarm.ParseDType(o.wireDType)
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("%w: --wire-dtype: %w", errUsage, err)
+	}
+	var mopts []blocks.Option
+	if o.tokenizer != "" {
+		mopts = append(mopts, blocks.WithTokenizer(o.tokenizer))
+	}
+	m, err := blocks.Open(o.model, mopts...)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	head, err := m.LoadHead()
+	m.Close()
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	wctx, cancel := context.WithTimeout(ctx, o.wait)
+	defer cancel()
+	cn, err := node.JoinClient(wctx, o.p2p, o.reg)
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("generate: %w (--wait %v)", err, o.wait)
+	}
+	var copts []node.CandidatesOption
+	if len(o.providers) > 0 {
+		copts = append(copts, node.WithProviders(o.providers...))
+	}
+	cands, err := node.NewCandidates(cn.Registry, head.Info(), copts...)
+	if err == nil {
+		err = cands.WaitCovered(wctx)
+	}
+	if err != nil {
+		return nil, nil, nil, errors.Join(fmt.Errorf("generate: %w (--wait %v)", err, o.wait), cn.Close())
+	}
+	logger := slog.New(slog.NewTextHandler(errOut, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	c, err := client.New(head, nil, append(cands.ClientOptions(cn.Node.Host()),
+		client.WithStepTimeout(o.stepTimeout), client.WithAllocTimeout(o.allocTimeout),
+		client.WithWireDType(dtype), client.WithLogger(logger))...)
+	if err != nil {
+		err = fmt.Errorf("%w: %w", errUsage, err)
+		return nil, nil, nil, errors.Join(err, cn.Close())
+	}
+	return head, sessionRunner(ctx, errOut, c, o.stats), cn.Close, nil
+}
+
+// sessionRunner returns a blockRunner opening a client session of c; with
+// stats its release function prints each hop's measurements to errOut.
+func sessionRunner(ctx context.Context, errOut io.Writer, c *client.Client, stats bool) blockRunner {
+	return func(maxLength int) (blocks.Forwarder, func() error, error) {
+		sess, err := c.Open(ctx, maxLength)
+		if err != nil {
+			return nil, nil, err
+		}
+		release := func() error {
+			err := sess.Close()
+			if stats {
+				printHopStats(errOut, sess.Stats())
+			}
+			return err
+		}
+		return sess, release, nil
+	}
 }
 
 // blockRunner returns a Forwarder over all blocks of the model for one
