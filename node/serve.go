@@ -1,0 +1,472 @@
+package node
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"time"
+
+	"github.com/libp2p/go-libp2p/core/peer"
+
+	"github.com/swarmllm/swarm/blocks"
+	"github.com/swarmllm/swarm/registry"
+	"github.com/swarmllm/swarm/server"
+	"github.com/swarmllm/swarm/server/api"
+	"github.com/swarmllm/swarm/swarm"
+	"github.com/swarmllm/swarm/swarm/p2p"
+	"github.com/swarmllm/swarm/swarm/wire"
+)
+
+// Timing of a server's announcements.
+const (
+	// loadPublishGap is the shortest time between two load
+	// announcements: sessions opening and closing in a burst are
+	// announced together.
+	loadPublishGap = 100 * time.Millisecond
+	// leaveTimeout bounds the LEFT announcement on shutdown.
+	leaveTimeout = 5 * time.Second
+	// minJoinWait is the least time a joiner waits for earlier joiners to
+	// settle before it predicts their spans itself.
+	minJoinWait = 10 * time.Second
+)
+
+// ProbeSpan is the span `swarm serve --blocks auto` measures tau and tauI
+// on before placement has chosen its span: the first block.
+var ProbeSpan = swarm.Span{Start: 0, End: 1}
+
+// ServerConfig configures RunServer; each field maps to a flag of `swarm
+// serve`.
+type ServerConfig struct {
+	// Server is the span server's configuration (--model, --memory,
+	// --listen, --drain-timeout, ...). Server.Listen "" serves no
+	// websocket, only the /swarm/inference/1 stream (--listen none). With
+	// Auto, placement sets Server.Blocks, and Server.MemoryBytes, M_j in
+	// bytes, must be > 0.
+	Server server.Config
+	// Auto chooses the span with incremental CG-BP (--blocks auto).
+	Auto bool
+	// Sessions is R (--target-sessions), MaxLength l^I_max + l_max in
+	// tokens (--max-length; 0 is the model's context): see
+	// PlacementParams.
+	Sessions  int
+	MaxLength int
+	// JoinSettle is how long a joining server waits after announcing its
+	// tentative span, so that servers joining at the same moment see each
+	// other, before it settles on its span (--join-settle).
+	JoinSettle time.Duration
+	// Provider names who runs the server (--provider).
+	Provider string
+	// LoadRefresh is the interval between re-announcements of the load
+	// while sessions are open (their remaining times count down); 0
+	// announces only when a session opens or closes.
+	LoadRefresh time.Duration
+	// Bootstrap are the node's bootstrap peers: the registry is fetched
+	// from them before placement, and they stand in for the client nodes
+	// in the RTT measurement when none is found.
+	Bootstrap []peer.AddrInfo
+}
+
+// Validate returns an error wrapping ErrBadConfig naming the first bad
+// field (server.Config is checked by server.New).
+func (c ServerConfig) Validate() error {
+	switch {
+	case c.Auto && c.Server.MemoryBytes <= 0:
+		return fmt.Errorf("%w: --memory %d bytes, want > 0 with --blocks auto", ErrBadConfig, c.Server.MemoryBytes)
+	case c.Sessions < 1:
+		return fmt.Errorf("%w: --target-sessions %d, want >= 1", ErrBadConfig, c.Sessions)
+	case c.MaxLength < 0:
+		return fmt.Errorf("%w: --max-length %d, want >= 0 (0 = the model's context)", ErrBadConfig, c.MaxLength)
+	case c.JoinSettle < 0:
+		return fmt.Errorf("%w: --join-settle %v, want >= 0", ErrBadConfig, c.JoinSettle)
+	case c.LoadRefresh < 0:
+		return fmt.Errorf("%w: load refresh %v, want >= 0", ErrBadConfig, c.LoadRefresh)
+	}
+	return nil
+}
+
+// Serving is what RunServer reports once it serves.
+type Serving struct {
+	// ID is the server's peer id (its registry node id).
+	ID string
+	// Span is the blocks it hosts.
+	Span swarm.Span
+	// URL is its websocket inference URL; empty without websocket.
+	URL string
+	// Addrs are its libp2p multiaddrs, each ending in /p2p/ID.
+	Addrs []string
+}
+
+// RunServer runs one server of the swarm on node n and registry replica
+// reg until ctx ends:
+//
+//  1. with bootstrap peers, it fetches the registry (SyncRegistry);
+//  2. with Auto, it measures tau and tauI on ProbeSpan (or reads them from
+//     the measurement cache), its RTT to the client nodes (ClientRTT),
+//     chooses a tentative span (ChooseSpan) and announces JOIN with it,
+//     waits JoinSettle and for the joiners before it to settle, chooses
+//     again and announces its final span (JOIN, not tentative); with a
+//     fixed span it announces JOIN with it;
+//  3. it loads the span and measures it (server.New), serves the websocket
+//     (unless Server.Listen is "") and the /swarm/inference/1 and
+//     /swarm/info/1 streams (ServeStreams), and announces SERVING with its
+//     websocket URL and libp2p addresses;
+//  4. it announces its load (sessions' remaining times and caches, free
+//     cache bytes) when sessions open and close, at most every 100 ms,
+//     and every LoadRefresh while sessions are open;
+//  5. when ctx ends it announces LEFT, drains its sessions
+//     (Server.DrainTimeout) and returns nil; when loading or serving fails
+//     it announces DOWN and returns the error.
+//
+// ready, if not nil, is called once the server serves; an error from it
+// stops the server. log receives progress lines; nil discards them.
+func RunServer(ctx context.Context, n *p2p.Node, reg *registry.Registry, cfg ServerConfig, log *slog.Logger, ready func(Serving) error) error {
+	if err := cfg.Validate(); err != nil {
+		return err
+	}
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	if len(cfg.Bootstrap) > 0 {
+		log.Info("fetching the registry from the bootstrap peers", "peers", len(cfg.Bootstrap))
+		if err := SyncRegistry(ctx, n, reg); err != nil {
+			return err
+		}
+	}
+	j := &joiner{n: n, reg: reg, cfg: cfg, log: log}
+	var err error
+	if cfg.Auto {
+		err = j.joinAuto(ctx)
+	} else {
+		err = j.joinFixed()
+	}
+	if err != nil {
+		if ctx.Err() != nil {
+			return j.leave() // interrupted while joining
+		}
+		return err
+	}
+	return j.serve(ctx, ready)
+}
+
+// joiner carries a server through its lifecycle.
+type joiner struct {
+	n   *p2p.Node
+	reg *registry.Registry
+	cfg ServerConfig
+	log *slog.Logger
+
+	model swarm.ModelInfo
+	base  swarm.ServerInfo // what the server advertises before it serves
+	span  swarm.Span
+}
+
+// joinFixed announces JOIN with the configured span.
+func (j *joiner) joinFixed() error {
+	var opts []blocks.Option
+	if j.cfg.Server.Tokenizer != "" {
+		opts = append(opts, blocks.WithTokenizer(j.cfg.Server.Tokenizer))
+	}
+	m, err := blocks.Open(j.cfg.Server.Model, opts...)
+	if err != nil {
+		return fmt.Errorf("node: %w", err)
+	}
+	j.model = m.Info()
+	m.Close()
+	j.span = j.cfg.Server.Blocks
+	j.base = swarm.ServerInfo{
+		Model: j.model.Name, ModelBlocks: j.model.NBlocks, Span: j.span, MemoryBytes: j.cfg.Server.MemoryBytes,
+		Provider: j.cfg.Provider, ProtocolVersion: swarm.ProtocolVersion, Endpoints: j.addrs(),
+	}
+	return j.reg.Publish(j.base, swarm.StateJoin)
+}
+
+// joinAuto measures the server, announces a tentative span, settles and
+// announces the final one (placement by incremental CG-BP).
+func (j *joiner) joinAuto(ctx context.Context) error {
+	probeCfg := j.cfg.Server
+	probeCfg.Blocks = ProbeSpan
+	probe, err := server.MeasureSpan(ctx, probeCfg, j.log)
+	if err != nil {
+		return err
+	}
+	j.model = probe.Model
+	rtt, from := ClientRTT(ctx, j.n, j.cfg.Bootstrap)
+	j.log.Info("measured", "tau", probe.Tau, "tauI_intercept", probe.TauI.Intercept, "tauI_slope", probe.TauI.Slope,
+		"memory", j.cfg.Server.MemoryBytes, "client_rtt", rtt, "rtt_from", string(from))
+	maxLength := j.cfg.MaxLength
+	if maxLength == 0 {
+		maxLength = j.model.MaxSeqLen
+	}
+	params := PlacementParams{Model: j.model, Sessions: j.cfg.Sessions, MaxLength: maxLength}
+	j.base = swarm.ServerInfo{
+		Model: j.model.Name, ModelBlocks: j.model.NBlocks, Tau: probe.Tau, TauI: probe.TauI,
+		MemoryBytes: j.cfg.Server.MemoryBytes, ClientRTT: rtt, Provider: j.cfg.Provider,
+		ProtocolVersion: swarm.ProtocolVersion, Endpoints: j.addrs(), Tentative: true,
+	}
+	self := registry.Entry{NodeID: j.reg.ID(), Incarnation: Unpublished, State: swarm.StateJoin, Info: j.base}
+	span, err := ChooseSpan(j.reg.Snapshot(), self, params)
+	if err != nil {
+		return err
+	}
+	j.base.Span = span
+	if err := j.reg.Publish(j.base, swarm.StateJoin); err != nil {
+		return err
+	}
+	j.log.Info("announced JOIN with a tentative span", "span", span.String(), "settle", j.cfg.JoinSettle)
+	if err := sleep(ctx, j.cfg.JoinSettle); err != nil {
+		return err
+	}
+	if err := j.waitEarlierJoiners(ctx, params); err != nil {
+		return err
+	}
+	own, ok := j.reg.Get(j.reg.ID())
+	if !ok {
+		return fmt.Errorf("node: own registry entry missing after JOIN")
+	}
+	own.Info = j.base
+	if span, err = ChooseSpan(j.reg.Snapshot(), own, params); err != nil {
+		return err
+	}
+	j.span = span
+	j.base.Span, j.base.Tentative = span, false
+	if err := j.reg.Publish(j.base, swarm.StateJoin); err != nil {
+		return err
+	}
+	j.log.Info("settled on span", "span", span.String())
+	return nil
+}
+
+// waitEarlierJoiners waits until no server that joined before this one is
+// still choosing its span, re-checking on every registry change, for at
+// most max(3 JoinSettle, 10 s); then ChooseSpan predicts the spans of those
+// still choosing.
+func (j *joiner) waitEarlierJoiners(ctx context.Context, params PlacementParams) error {
+	wctx, cancel := context.WithTimeout(ctx, max(3*j.cfg.JoinSettle, minJoinWait))
+	defer cancel()
+	events := j.reg.Watch(wctx)
+	for {
+		own, ok := j.reg.Get(j.reg.ID())
+		if !ok {
+			return fmt.Errorf("node: own registry entry missing after JOIN")
+		}
+		earlier := EarlierJoiners(j.reg.Snapshot(), own, params)
+		if len(earlier) == 0 {
+			return nil
+		}
+		select {
+		case _, ok := <-events:
+			if ok {
+				continue
+			}
+		case <-wctx.Done():
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		j.log.Warn("earlier joiners did not settle in time: predicting their spans", "joiners", earlier)
+		return nil
+	}
+}
+
+// addrs returns the node's libp2p multiaddrs with /p2p/ID.
+func (j *joiner) addrs() []string {
+	var out []string
+	for _, a := range j.n.Addrs() {
+		out = append(out, a.String())
+	}
+	return out
+}
+
+// serve loads the span, serves it and announces SERVING and the load until
+// ctx ends.
+func (j *joiner) serve(ctx context.Context, ready func(Serving) error) error {
+	scfg := j.cfg.Server
+	scfg.Blocks = j.span
+	var ln net.Listener
+	if scfg.Listen != "" {
+		var err error
+		if ln, err = net.Listen("tcp", scfg.Listen); err != nil {
+			return j.down(fmt.Errorf("node: listen on %s: %w", scfg.Listen, err))
+		}
+		defer ln.Close()
+	}
+	srv, err := server.New(ctx, scfg, j.log)
+	if err != nil {
+		if ctx.Err() != nil {
+			return j.leave()
+		}
+		return j.down(err)
+	}
+	defer srv.Close()
+	info := srv.Info()
+	stopStreams := ServeStreams(j.n.Host(), srv, wire.MaxStepPayload(info.MaxLength, info.ModelInfo.DModel))
+	defer stopStreams()
+	srv.AddEndpoints(j.addrs()...)
+	url := ""
+	if ln != nil {
+		url = "ws://" + ln.Addr().String() + api.InferencePath
+	}
+	tau, tauI := srv.Tau()
+	j.base.Tau, j.base.TauI = tau, tauI
+	a := &announcer{j: j, srv: srv, url: url}
+	if err := a.publish(); err != nil {
+		return j.down(err)
+	}
+	j.log.Info("announced SERVING", "span", j.span.String(), "url", url, "id", j.reg.ID())
+
+	// served is closed when serving ends; serveErr is then its error.
+	served := make(chan struct{})
+	var serveErr error
+	sctx, stop := context.WithCancel(ctx)
+	defer stop()
+	go func() {
+		defer close(served)
+		if ln != nil {
+			serveErr = srv.Serve(sctx, ln)
+			return
+		}
+		<-sctx.Done()
+		srv.Shutdown(context.Background())
+	}()
+	if ready != nil {
+		if err := ready(Serving{ID: j.reg.ID(), Span: j.span, URL: url, Addrs: j.addrs()}); err != nil {
+			stop()
+			<-served
+			return j.down(err)
+		}
+	}
+	if err := a.run(ctx, served); err != nil {
+		<-served
+		return j.down(errors.Join(err, serveErr))
+	}
+	j.leave() // while the sessions drain: no new session is routed here
+	<-served
+	return serveErr
+}
+
+// leave announces LEFT and pushes it out. It returns nil: if no peer
+// hears it, the silence makes the server LEFT anyway.
+func (j *joiner) leave() error {
+	ctx, cancel := context.WithTimeout(context.Background(), leaveTimeout)
+	defer cancel()
+	if err := j.reg.Leave(ctx); err != nil {
+		j.log.Warn("announcing LEFT failed", "err", err)
+		return nil
+	}
+	j.log.Info("announced LEFT")
+	return nil
+}
+
+// down announces DOWN (the server failed) and returns cause.
+func (j *joiner) down(cause error) error {
+	info := j.base
+	info.Tentative = false
+	if err := j.reg.Publish(info, swarm.StateDown); err != nil {
+		return errors.Join(cause, fmt.Errorf("node: announce DOWN: %w", err))
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), leaveTimeout)
+	defer cancel()
+	_ = j.reg.Sync(ctx) // push it out before exiting; gossip already sent it
+	j.log.Error("announced DOWN", "err", cause)
+	return cause
+}
+
+// announcer publishes a serving server's entry with its current load.
+type announcer struct {
+	j   *joiner
+	srv *server.Server
+	url string
+}
+
+// info is the entry: the server's advertised info (span, tau, tauI,
+// memory, cache room, sessions' load), with the node's endpoints (the
+// websocket URL, then the current libp2p addresses, which change as relay
+// reservations come and go), provider and t*_j.
+func (a *announcer) info() swarm.ServerInfo {
+	in := a.srv.Info().ServerInfo
+	in.ID = ""
+	in.Provider = a.j.cfg.Provider
+	in.ClientRTT = a.j.base.ClientRTT
+	in.Endpoints = nil
+	if a.url != "" {
+		in.Endpoints = append(in.Endpoints, a.url)
+	}
+	in.Endpoints = append(in.Endpoints, a.j.addrs()...)
+	return in
+}
+
+func (a *announcer) publish() error {
+	info := a.info()
+	a.j.base = info
+	return a.j.reg.Publish(info, swarm.StateServing)
+}
+
+// run announces the load on change (coalesced within loadPublishGap) and
+// every LoadRefresh while sessions are open, until ctx ends (nil) or the
+// server stops serving on its own (its error, or an error saying so).
+func (a *announcer) run(ctx context.Context, served <-chan struct{}) error {
+	var refresh <-chan time.Time
+	if a.j.cfg.LoadRefresh > 0 {
+		t := time.NewTicker(a.j.cfg.LoadRefresh)
+		defer t.Stop()
+		refresh = t.C
+	}
+	last := time.Now()
+	var gap *time.Timer
+	var gapC <-chan time.Time
+	defer func() {
+		if gap != nil {
+			gap.Stop()
+		}
+	}()
+	publish := func() {
+		last = time.Now()
+		if err := a.publish(); err != nil {
+			a.j.log.Warn("announcing the load failed", "err", err)
+		}
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-served:
+			if ctx.Err() != nil {
+				return nil
+			}
+			return errors.New("node: the server stopped serving")
+		case <-a.srv.LoadChanged():
+			if wait := loadPublishGap - time.Since(last); wait > 0 {
+				if gapC == nil {
+					gap = time.NewTimer(wait)
+					gapC = gap.C
+				}
+				continue
+			}
+			publish()
+		case <-gapC:
+			gapC = nil
+			publish()
+		case <-refresh:
+			if len(a.srv.Info().Sessions) > 0 {
+				publish()
+			}
+		}
+	}
+}
+
+// sleep waits d or until ctx ends (its error).
+func sleep(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return ctx.Err()
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
