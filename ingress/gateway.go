@@ -1,0 +1,357 @@
+package ingress
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/swarmllm/swarm/blocks"
+	"github.com/swarmllm/swarm/client"
+)
+
+// Defaults, all in one place.
+const (
+	// DefaultRefresh is how long a model's probed candidates are reused
+	// before they are probed again.
+	DefaultRefresh = 2 * time.Second
+	// DefaultMaxRetries bounds the re-routings of one request after server
+	// failures (on top of the client's own hop failovers).
+	DefaultMaxRetries = 2
+)
+
+// Model is one model the ingress serves: its head (embeddings, final norm,
+// LM head, tokenizer; never block weights) and what the front ends need.
+type Model struct {
+	// Name is the model id in requests ("model" of the OpenAI and PETALS
+	// APIs) and in the swarm; it must equal Head.Info().Name, which block
+	// servers and replicas advertise.
+	Name string
+	// Head is the client side of the model.
+	Head blocks.Head
+	// ChatTemplate is the Jinja2 chat template of the model's metadata
+	// (GGUF tokenizer.chat_template, Hugging Face tokenizer_config.json
+	// chat_template); empty when it has none (the OpenAI front end then
+	// uses its plain fallback).
+	ChatTemplate string
+	// BOSText and EOSText are the text of the BOS and EOS pieces ("<s>",
+	// "</s>"): the template variables bos_token and eos_token.
+	BOSText, EOSText string
+	// Created is when the ingress loaded the model (the "created" of the
+	// OpenAI model object), Unix seconds.
+	Created int64
+}
+
+// Config configures a Gateway; `swarm proxy` maps its flags onto it.
+type Config struct {
+	// Models are the models served (at least one; names unique).
+	Models []Model
+	// Source lists each model's candidate servers.
+	Source Source
+	// Keys are the accepted API keys; nil requires none.
+	Keys *Keys
+	// Refresh is how long probed candidates are reused (> 0).
+	Refresh time.Duration
+	// MaxRetries bounds re-routings after server failures (>= 0).
+	MaxRetries int
+	// ClientOptions configure the block-chain client (timeouts, wire dtype).
+	ClientOptions []client.Option
+	// HTTPClient reaches replicas; nil uses a default client.
+	HTTPClient *http.Client
+	// Logger receives routing and failure logs; nil discards them.
+	Logger *slog.Logger
+	// Now is the clock of TTFT/TPOT and the candidate cache; nil is
+	// time.Now.
+	Now func() time.Time
+	// Registry receives the metrics; nil creates one.
+	Registry *prometheus.Registry
+}
+
+// DefaultConfig returns the defaults: DefaultRefresh, DefaultMaxRetries,
+// no API keys.
+func DefaultConfig() Config {
+	return Config{Refresh: DefaultRefresh, MaxRetries: DefaultMaxRetries}
+}
+
+// Validate returns an error wrapping ErrBadOption naming the first bad
+// field.
+func (c Config) Validate() error {
+	switch {
+	case len(c.Models) == 0:
+		return fmt.Errorf("%w: no model (give --model PATH)", ErrBadOption)
+	case c.Source == nil:
+		return fmt.Errorf("%w: no source of servers (give --servers, --replicas or --bootstrap)", ErrBadOption)
+	case c.Refresh <= 0:
+		return fmt.Errorf("%w: refresh %v, want > 0", ErrBadOption, c.Refresh)
+	case c.MaxRetries < 0:
+		return fmt.Errorf("%w: max retries %d, want >= 0", ErrBadOption, c.MaxRetries)
+	}
+	seen := map[string]bool{}
+	for i, m := range c.Models {
+		switch {
+		case m.Head == nil:
+			return fmt.Errorf("%w: model %d has no head", ErrBadOption, i)
+		case m.Head.Tokenizer() == nil:
+			return fmt.Errorf("%w: model %q has no tokenizer (give --tokenizer)", ErrBadOption, m.Name)
+		case m.Name != m.Head.Info().Name:
+			return fmt.Errorf("%w: model name %q differs from the model's own %q, which servers advertise", ErrBadOption, m.Name, m.Head.Info().Name)
+		case seen[m.Name]:
+			return fmt.Errorf("%w: model %q given twice", ErrBadOption, m.Name)
+		}
+		seen[m.Name] = true
+	}
+	return nil
+}
+
+// Gateway routes and runs generation requests for the front ends. It is
+// safe for concurrent use.
+type Gateway struct {
+	cfg     Config
+	log     *slog.Logger
+	http    *http.Client
+	reg     *prometheus.Registry
+	metrics *metrics
+	usage   usageBook
+
+	mu sync.Mutex
+	// cacheLocked holds each model's last probe; guarded by mu.
+	cacheLocked map[string]*probe
+}
+
+// probe is one model's candidates as probed at a time.
+type probe struct {
+	mu    sync.Mutex // serializes probing of one model
+	at    time.Time
+	cands []Candidate
+}
+
+// New validates cfg and returns a Gateway. Errors wrap ErrBadOption.
+func New(cfg Config) (*Gateway, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	g := &Gateway{cfg: cfg, log: cfg.Logger, http: cfg.HTTPClient, reg: cfg.Registry, cacheLocked: map[string]*probe{}}
+	if g.log == nil {
+		g.log = slog.New(slog.DiscardHandler)
+	}
+	if g.http == nil {
+		g.http = &http.Client{}
+	}
+	if g.cfg.Now == nil {
+		g.cfg.Now = time.Now
+	}
+	if g.reg == nil {
+		g.reg = prometheus.NewRegistry()
+	}
+	g.metrics = newMetrics(g.reg)
+	return g, nil
+}
+
+// Models returns the served models, in the order configured.
+func (g *Gateway) Models() []Model { return slices.Clone(g.cfg.Models) }
+
+// Model returns the served model of that name; errors wrap ErrUnknownModel.
+func (g *Gateway) Model(name string) (Model, error) {
+	for _, m := range g.cfg.Models {
+		if m.Name == name {
+			return m, nil
+		}
+	}
+	names := make([]string, len(g.cfg.Models))
+	for i, m := range g.cfg.Models {
+		names[i] = m.Name
+	}
+	return Model{}, fmt.Errorf("%w: %q (this ingress serves %q)", ErrUnknownModel, name, names)
+}
+
+// Authenticate returns the account a request is billed to: the name of its
+// API key ("Authorization: Bearer KEY", or ?api_key=KEY on websockets), or
+// Anonymous when no keys are configured. Errors wrap ErrUnauthorized.
+func (g *Gateway) Authenticate(r *http.Request) (string, error) {
+	if g.cfg.Keys == nil {
+		return Anonymous, nil
+	}
+	key := bearer(r)
+	if key == "" {
+		return "", fmt.Errorf("%w: no API key (send \"Authorization: Bearer KEY\")", ErrUnauthorized)
+	}
+	name, ok := g.cfg.Keys.Lookup(key)
+	if !ok {
+		return "", fmt.Errorf("%w: unknown API key", ErrUnauthorized)
+	}
+	return name, nil
+}
+
+// Usage returns what an account has used so far.
+func (g *Gateway) Usage(account string) Usage { return g.usage.get(account) }
+
+// MetricsHandler serves the Prometheus metrics (GET /metrics).
+func (g *Gateway) MetricsHandler() http.Handler {
+	return promhttp.HandlerFor(g.reg, promhttp.HandlerOpts{Registry: g.reg})
+}
+
+// RecordError counts an error a front end answered, by API and code.
+func (g *Gateway) RecordError(api, code string) { g.metrics.errors.WithLabelValues(api, code).Inc() }
+
+// Candidates returns the model's candidates, probed at most Refresh ago
+// (fresh forces a new probe).
+func (g *Gateway) Candidates(ctx context.Context, m Model, fresh bool) []Candidate {
+	g.mu.Lock()
+	p := g.cacheLocked[m.Name]
+	if p == nil {
+		p = &probe{}
+		g.cacheLocked[m.Name] = p
+	}
+	g.mu.Unlock()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if fresh || p.cands == nil || g.cfg.Now().Sub(p.at) > g.cfg.Refresh {
+		p.cands = g.cfg.Source.Candidates(ctx, m.Head)
+		p.at = g.cfg.Now()
+	}
+	return slices.Clone(p.cands)
+}
+
+// SessionRequest opens a Session.
+type SessionRequest struct {
+	// Model is the model's name.
+	Model string
+	// MaxLength is the most positions (input and generated tokens, all
+	// calls together) the session holds.
+	MaxLength int
+	// Providers is the trusted-provider allowlist; nil allows all.
+	Providers []string
+	// Account is the usage account (Authenticate's result).
+	Account string
+	// API labels metrics: "completions", "chat" or "petals".
+	API string
+}
+
+// Open routes a new session (Choose) and opens it: at each hop of a chain
+// of block servers, or at a replica (which holds no state between calls;
+// the session keeps the text). Errors wrap ErrUnknownModel, ErrBadRequest,
+// ErrNoRoute or ErrUpstream.
+func (g *Gateway) Open(ctx context.Context, req SessionRequest) (*Session, error) {
+	m, err := g.Model(req.Model)
+	if err != nil {
+		return nil, err
+	}
+	if ctxLen := m.Head.Info().MaxSeqLen; req.MaxLength < 1 || (ctxLen > 0 && req.MaxLength > ctxLen) {
+		return nil, fmt.Errorf("%w: max_length %d, want 1 to the model's context %d", ErrBadRequest, req.MaxLength, ctxLen)
+	}
+	s := &Session{g: g, m: m, req: req, exclude: map[string]bool{}, arrival: g.cfg.Now()}
+	if err := s.open(ctx, false); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// Request is one self-contained generation (an OpenAI request).
+type Request struct {
+	// Model is the model's name.
+	Model string
+	// Prompt is the text to continue (after the chat template); it is
+	// encoded with BOS first.
+	Prompt string
+	// MaxTokens is the most tokens to generate (>= 1); it is capped to the
+	// model's context.
+	MaxTokens int
+	// Sampler is the sampling configuration; Seeded says whether the
+	// request gave the seed.
+	Sampler blocks.SamplerConfig
+	Seeded  bool
+	// Stop are stop sequences: the text ends before the first of them,
+	// which is never returned.
+	Stop []string
+	// Providers is the trusted-provider allowlist; nil allows all.
+	Providers []string
+	// Account is the usage account.
+	Account string
+	// API labels metrics.
+	API string
+}
+
+// Generate runs one request: it encodes the prompt to size the session
+// (prompt tokens + MaxTokens - 1 positions, capped to the context), opens
+// a session on the best route and generates, calling emit with each piece
+// of text as soon as it is final. Errors wrap ErrUnknownModel,
+// ErrBadRequest, ErrNoRoute or ErrUpstream (or come from emit).
+func (g *Gateway) Generate(ctx context.Context, req Request, emit func(string) error) (Result, error) {
+	arrival := g.cfg.Now()
+	m, err := g.Model(req.Model)
+	if err != nil {
+		return Result{}, err
+	}
+	ids, err := m.Head.Tokenizer().Encode(req.Prompt, true)
+	if err != nil {
+		return Result{}, fmt.Errorf("%w: encoding the prompt: %w", ErrBadRequest, err)
+	}
+	maxTokens := req.MaxTokens
+	if maxTokens < 1 {
+		return Result{}, fmt.Errorf("%w: max_tokens %d, want >= 1", ErrBadRequest, maxTokens)
+	}
+	if ctxLen := m.Head.Info().MaxSeqLen; ctxLen > 0 {
+		if len(ids) >= ctxLen {
+			return Result{}, fmt.Errorf("%w: the prompt has %d tokens, the model's context is %d", ErrBadRequest, len(ids), ctxLen)
+		}
+		maxTokens = min(maxTokens, ctxLen-len(ids)+1)
+	}
+	sreq := SessionRequest{Model: req.Model, MaxLength: len(ids) + maxTokens - 1, Providers: req.Providers, Account: req.Account, API: req.API}
+	s, err := g.Open(ctx, sreq)
+	if err != nil {
+		g.count(sreq, "none", 0, 0, err)
+		return Result{}, err
+	}
+	defer s.Close()
+	s.arrival = arrival
+	return s.Generate(ctx, GenerateParams{Input: req.Prompt, MaxTokens: maxTokens, Sampler: req.Sampler, Seeded: req.Seeded, Stop: req.Stop}, emit)
+}
+
+// count records a finished generation call in the metrics and usage.
+func (g *Gateway) count(req SessionRequest, route string, prompt, completion int, err error) {
+	outcome := "ok"
+	if err != nil {
+		outcome = ErrorCode(err)
+	}
+	g.metrics.requests.WithLabelValues(req.Model, req.API, route, outcome).Inc()
+	g.metrics.tokens.WithLabelValues(req.Model, "prompt").Add(float64(prompt))
+	g.metrics.tokens.WithLabelValues(req.Model, "completion").Add(float64(completion))
+	acct := req.Account
+	if acct == "" {
+		acct = Anonymous
+	}
+	g.metrics.keyRequests.WithLabelValues(acct).Inc()
+	g.metrics.keyTokens.WithLabelValues(acct, "prompt").Add(float64(prompt))
+	g.metrics.keyTokens.WithLabelValues(acct, "completion").Add(float64(completion))
+	g.usage.add(acct, 1, prompt, completion)
+}
+
+// ErrorCode names an error's kind for metrics and logs: bad_request,
+// unauthorized, unknown_model, no_route, max_length, upstream, canceled or
+// internal.
+func ErrorCode(err error) string {
+	switch {
+	case errors.Is(err, ErrBadRequest):
+		return "bad_request"
+	case errors.Is(err, ErrUnauthorized):
+		return "unauthorized"
+	case errors.Is(err, ErrUnknownModel):
+		return "unknown_model"
+	case errors.Is(err, ErrNoRoute):
+		return "no_route"
+	case errors.Is(err, ErrMaxLength):
+		return "max_length"
+	case errors.Is(err, ErrUpstream):
+		return "upstream"
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		return "canceled"
+	}
+	return "internal"
+}
