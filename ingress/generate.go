@@ -135,6 +135,10 @@ func retryable(ctx context.Context, err error) bool {
 // away): never retried.
 var errEmit = errors.New("ingress: emit failed")
 
+// ErrDone, returned by a Generate caller's emit, ends the generation early
+// without error: Generate returns FinishReason "stop".
+var ErrDone = errors.New("ingress: generation done")
+
 // Generate adds p.Input to the session and generates up to p.MaxTokens
 // tokens, calling emit with each piece of text as soon as it is final
 // (stop sequences cut, split UTF-8 characters joined). When the route fails
@@ -192,6 +196,9 @@ func (s *Session) generate(ctx context.Context, p GenerateParams, start time.Tim
 			res.TTFT = max(s.g.cfg.Now().Sub(start), time.Nanosecond)
 		}
 		if err := emit(text); err != nil {
+			if errors.Is(err, ErrDone) {
+				return err
+			}
 			return fmt.Errorf("%w: %w", errEmit, err)
 		}
 		return nil
@@ -200,6 +207,10 @@ func (s *Session) generate(ctx context.Context, p GenerateParams, start time.Tim
 		s.text += raw
 		out, matched := st.push(raw)
 		if err := release(out); err != nil {
+			if errors.Is(err, ErrDone) {
+				stopped = true
+				return errStop
+			}
 			return err
 		}
 		if matched {
@@ -227,7 +238,9 @@ func (s *Session) generate(ctx context.Context, p GenerateParams, start time.Tim
 				res.FinishReason = "stop"
 			}
 			if !stopped {
-				err = release(st.flush())
+				if err = release(st.flush()); errors.Is(err, ErrDone) {
+					err = nil
+				}
 			}
 			return res, err
 		}
