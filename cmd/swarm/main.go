@@ -42,6 +42,7 @@ durations use Go syntax ("10ms"), sizes are bytes.`,
 		newIdentityCmd(),
 		newStatusCmd(),
 		newRegistryCmd(),
+		newProxyCmd(),
 	)
 	return root
 }

@@ -1,0 +1,285 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/swarmllm/swarm/blocks"
+	"github.com/swarmllm/swarm/client"
+	"github.com/swarmllm/swarm/ingress"
+	"github.com/swarmllm/swarm/ingress/openai"
+	"github.com/swarmllm/swarm/ingress/petals"
+	"github.com/swarmllm/swarm/swarm"
+)
+
+// proxyReadyPrefix starts the line proxy prints on stdout once it listens;
+// tests and scripts parse the URL after it.
+const proxyReadyPrefix = "swarm proxy: listening on "
+
+const proxyLong = `proxy runs an ingress node: the entry point through which applications
+use the swarm. It loads only the head of each model (embeddings, final norm,
+LM head, tokenizer), finds the model's servers (block servers hosting spans,
+and full-range replicas of an OpenAI-compatible engine registered with
+"swarm serve --full-range"), and serves:
+
+  GET  /v1/models              OpenAI: the models served
+  POST /v1/completions         OpenAI: text completion (stream: true for SSE)
+  POST /v1/chat/completions    OpenAI: chat completion (stream: true for SSE)
+  GET  /api/v2/generate        websocket, the PETALS chat protocol
+                               (open_inference_session, then generate)
+  GET  /api/v1/state           JSON: per model, block coverage, servers with
+                               span, tau, throughput, load, state; health
+  GET  /api/v1/usage           JSON: the calling API key's usage
+  GET  /metrics                Prometheus: requests, tokens, TTFT and TPOT
+                               histograms, errors by code, per-key usage
+  GET  /health                 200 while the proxy runs
+
+Each request is routed over ONE routing graph with WS-RR: block servers with
+their spans, tau, cache room and load, and each replica as a single [0, L)
+hop with its measured per-token time; the cheapest route wins. A request may
+restrict the candidates to trusted providers with the header
+"X-Swarm-Providers: a,b" (or the request field "swarm_providers"); a request
+whose providers leave no route gets 503. A chain's failed server is replaced
+by the client (its client-side cache is replayed, the stream continues); a
+failed route is routed again and resumed (up to --max-retries).
+
+Chat completions use the model's chat template (GGUF tokenizer.chat_template
+or tokenizer_config.json chat_template, rendered as Jinja2); a model without
+one uses the plain fallback: the messages' contents joined by newlines, no
+role markers (one empty user message is the empty prompt).
+
+Servers are given with --servers and --replicas, each optionally prefixed
+with PROVIDER= to assign a provider ("acme=ws://10.0.0.5:7001"); otherwise
+the provider a server advertises counts. --bootstrap (the registry) is not
+wired yet.
+
+Once listening it prints one line on stdout:
+  swarm proxy: listening on http://HOST:PORT
+
+Examples:
+  swarm proxy --model stories260K.bin --tokenizer tok512.bin --listen 127.0.0.1:8000 \
+      --servers 127.0.0.1:7001,127.0.0.1:7002,127.0.0.1:7003
+  swarm proxy --model stories260K.gguf --servers alice=127.0.0.1:7001,alice=127.0.0.1:7002 \
+      --replicas bob=http://127.0.0.1:7100 --api-keys keys.txt
+  curl http://127.0.0.1:8000/v1/completions -H 'Content-Type: application/json' \
+      -d '{"model": "stories260K", "prompt": "Once upon a time", "max_tokens": 50}'`
+
+// proxyOptions are the flags of `swarm proxy`.
+type proxyOptions struct {
+	models     []string
+	tokenizers []string
+	listen     string
+	servers    []string
+	replicas   []string
+	bootstrap  []string
+	apiKeys    string
+	refresh    time.Duration
+	maxRetries int
+	logLevel   string
+
+	stepTimeout  time.Duration
+	allocTimeout time.Duration
+	wireDType    string
+}
+
+func newProxyCmd() *cobra.Command {
+	o := proxyOptions{listen: "127.0.0.1:8000"}
+	cmd := &cobra.Command{
+		Use:   "proxy --model PATH [--model PATH ...] --listen HOST:PORT (--servers URL,... | --replicas URL,... | --bootstrap MULTIADDR ...)",
+		Short: "Serve the OpenAI-compatible and PETALS websocket APIs over the swarm",
+		Long:  proxyLong,
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runProxy(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), o)
+		},
+	}
+	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return fmt.Errorf("%w: %w", errUsage, err) })
+	f := cmd.Flags()
+	f.StringArrayVar(&o.models, "model", nil, "model to serve: a .gguf file, a llama2.c .bin checkpoint or a Hugging Face directory; only its head is loaded (repeatable; required)")
+	f.StringArrayVar(&o.tokenizers, "tokenizer", nil, "tokenizer file for the model given at the same position (repeatable; a llama2.c checkpoint needs one)")
+	f.StringVar(&o.listen, "listen", o.listen, "TCP address of the HTTP API, HOST:PORT; port 0 lets the OS choose (the URL is printed)")
+	f.StringSliceVar(&o.servers, "servers", nil, "comma-separated block servers, [PROVIDER=]ws://HOST:PORT or [PROVIDER=]HOST:PORT")
+	f.StringSliceVar(&o.replicas, "replicas", nil, "comma-separated full-range replicas, [PROVIDER=]http://HOST:PORT as `swarm serve --full-range` prints")
+	f.StringSliceVar(&o.bootstrap, "bootstrap", nil, "multiaddr of a swarm node to discover servers through the registry (not wired yet; repeatable)")
+	f.StringVar(&o.apiKeys, "api-keys", "", "file of accepted API keys, one per line with an optional name after it; requests then need \"Authorization: Bearer KEY\" (none needed without this flag)")
+	f.DurationVar(&o.refresh, "refresh", ingress.DefaultRefresh, "how long the servers' probed state (/v1/info) is reused for routing before it is probed again")
+	f.IntVar(&o.maxRetries, "max-retries", ingress.DefaultMaxRetries, "how many times a request whose route failed is routed again and resumed")
+	f.DurationVar(&o.stepTimeout, "step-timeout", client.DefaultStepTimeout, "how long a block server may take to answer one step before the client fails over")
+	f.DurationVar(&o.allocTimeout, "alloc-timeout", client.DefaultAllocTimeout, "how long a block server may queue a session for attention-cache room")
+	f.StringVar(&o.wireDType, "wire-dtype", "f32", "dtype of hidden states sent to block servers: f32 (exact), f16 or bf16")
+	f.StringVar(&o.logLevel, "log-level", "info", "stderr log level: debug, info, warn or error")
+	cmd.AddCommand(newProxyBenchCmd())
+	return cmd
+}
+
+// loadIngressModel loads a model's head and chat template for the ingress.
+func loadIngressModel(path, tokenizerPath string) (ingress.Model, error) {
+	var opts []blocks.Option
+	if tokenizerPath != "" {
+		opts = append(opts, blocks.WithTokenizer(tokenizerPath))
+	}
+	m, err := blocks.Open(path, opts...)
+	if err != nil {
+		return ingress.Model{}, err
+	}
+	head, err := m.LoadHead()
+	m.Close()
+	if err != nil {
+		return ingress.Model{}, err
+	}
+	tok := head.Tokenizer()
+	if tok == nil {
+		return ingress.Model{}, fmt.Errorf("%w: model %s comes without a tokenizer: pass --tokenizer PATH at the same position", errUsage, path)
+	}
+	tpl, err := openai.ChatTemplateOf(path)
+	if err != nil {
+		return ingress.Model{}, fmt.Errorf("reading the chat template of %s: %w", path, err)
+	}
+	im := ingress.Model{Name: head.Info().Name, Head: head, ChatTemplate: tpl, Created: time.Now().Unix()}
+	if p, ok := tok.(interface{ Piece(int) string }); ok {
+		im.BOSText, im.EOSText = strings.TrimSpace(p.Piece(tok.BOS())), strings.TrimSpace(p.Piece(tok.EOS()))
+	}
+	return im, nil
+}
+
+// newProxyHandler mounts the front ends and the state endpoints.
+func newProxyHandler(gw *ingress.Gateway) (http.Handler, error) {
+	oa, err := openai.New(gw)
+	if err != nil {
+		return nil, err
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/v1/", oa)
+	mux.Handle(petals.Path, petals.New(gw))
+	mux.Handle("GET /api/v1/state", gw.StateHandler())
+	mux.HandleFunc("GET /api/v1/usage", func(w http.ResponseWriter, r *http.Request) {
+		acct, err := gw.Authenticate(r)
+		w.Header().Set("Content-Type", "application/json")
+		if err != nil {
+			w.WriteHeader(http.StatusUnauthorized)
+			_ = json.NewEncoder(w).Encode(map[string]any{"error": map[string]any{"message": err.Error(), "type": "invalid_request_error", "code": "invalid_api_key", "param": nil}})
+			return
+		}
+		_ = json.NewEncoder(w).Encode(gw.Usage(acct))
+	})
+	mux.Handle("GET /metrics", gw.MetricsHandler())
+	mux.HandleFunc("GET /health", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = io.WriteString(w, `{"status":"ok"}`+"\n")
+	})
+	return mux, nil
+}
+
+// newGateway builds the gateway of the proxy flags.
+func newGateway(o proxyOptions, logger *slog.Logger) (*ingress.Gateway, error) {
+	switch {
+	case len(o.models) == 0:
+		return nil, fmt.Errorf("%w: --model is required", errUsage)
+	case len(o.tokenizers) > len(o.models):
+		return nil, fmt.Errorf("%w: %d --tokenizer flags for %d --model flags", errUsage, len(o.tokenizers), len(o.models))
+	case len(o.bootstrap) > 0 && len(o.servers)+len(o.replicas) > 0:
+		return nil, fmt.Errorf("%w: give --bootstrap or --servers/--replicas, not both", errUsage)
+	case len(o.bootstrap) > 0:
+		return nil, fmt.Errorf("proxy --bootstrap: %w", errNotImplemented)
+	case len(o.servers)+len(o.replicas) == 0:
+		return nil, fmt.Errorf("%w: give the servers: --servers and/or --replicas (or --bootstrap)", errUsage)
+	}
+	dtype, err := swarm.ParseDType(o.wireDType)
+	if err != nil {
+		return nil, fmt.Errorf("%w: --wire-dtype: %w", errUsage, err)
+	}
+	cfg := ingress.DefaultConfig()
+	cfg.Refresh, cfg.MaxRetries, cfg.Logger = o.refresh, o.maxRetries, logger
+	cfg.ClientOptions = []client.Option{client.WithStepTimeout(o.stepTimeout), client.WithAllocTimeout(o.allocTimeout),
+		client.WithWireDType(dtype), client.WithLogger(logger)}
+	if cfg.Source, err = ingress.NewStatic(o.servers, o.replicas, cfg.ClientOptions...); err != nil {
+		return nil, fmt.Errorf("%w: %w", errUsage, err)
+	}
+	if o.apiKeys != "" {
+		if cfg.Keys, err = ingress.LoadKeys(o.apiKeys); err != nil {
+			return nil, fmt.Errorf("%w: %w", errUsage, err)
+		}
+	}
+	for i, path := range o.models {
+		tok := ""
+		if i < len(o.tokenizers) {
+			tok = o.tokenizers[i]
+		}
+		m, err := loadIngressModel(path, tok)
+		if err != nil {
+			return nil, err
+		}
+		cfg.Models = append(cfg.Models, m)
+	}
+	gw, err := ingress.New(cfg)
+	if errors.Is(err, ingress.ErrBadOption) {
+		return nil, fmt.Errorf("%w: %w", errUsage, err)
+	}
+	return gw, err
+}
+
+// runProxy serves until ctx ends, then shuts the HTTP server down.
+func runProxy(ctx context.Context, out, errOut io.Writer, o proxyOptions) error {
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(o.logLevel)); err != nil {
+		return fmt.Errorf("%w: --log-level %q: want debug, info, warn or error", errUsage, o.logLevel)
+	}
+	if o.refresh <= 0 {
+		return fmt.Errorf("%w: --refresh %v, want > 0", errUsage, o.refresh)
+	}
+	if o.maxRetries < 0 {
+		return fmt.Errorf("%w: --max-retries %d, want >= 0", errUsage, o.maxRetries)
+	}
+	if _, _, err := net.SplitHostPort(o.listen); err != nil {
+		return fmt.Errorf("%w: --listen %q: want HOST:PORT (e.g. 127.0.0.1:8000): %w", errUsage, o.listen, err)
+	}
+	logger := slog.New(slog.NewTextHandler(errOut, &slog.HandlerOptions{Level: level}))
+	gw, err := newGateway(o, logger)
+	if err != nil {
+		return err
+	}
+	h, err := newProxyHandler(gw)
+	if err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", o.listen)
+	if err != nil {
+		return fmt.Errorf("proxy: listen on %s: %w", o.listen, err)
+	}
+	hs := &http.Server{Handler: h, ReadHeaderTimeout: 30 * time.Second,
+		ErrorLog: slog.NewLogLogger(logger.Handler(), slog.LevelDebug)}
+	url := "http://" + ln.Addr().String()
+	names := make([]string, 0, len(gw.Models()))
+	for _, m := range gw.Models() {
+		names = append(names, m.Name)
+	}
+	logger.Info("proxy serving", "models", names, "url", url, "servers", len(o.servers), "replicas", len(o.replicas), "api_keys", o.apiKeys != "")
+	if _, err := fmt.Fprintln(out, proxyReadyPrefix+url); err != nil {
+		ln.Close()
+		return err
+	}
+	done := make(chan error, 1)
+	go func() { done <- hs.Serve(ln) }()
+	select {
+	case err := <-done:
+		return fmt.Errorf("proxy: %w", err)
+	case <-ctx.Done():
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := hs.Shutdown(sctx); err != nil {
+		hs.Close()
+	}
+	<-done
+	return nil
+}
