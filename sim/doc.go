@@ -14,6 +14,14 @@
 // which makes later sessions wait (WS-RR's wait estimate, eq. 20) or retry
 // with exponential back-off (PETALS).
 //
+// The default model is mechanism-only: eq. (1), cache memory, waiting
+// and PETALS' retries. The authors' simulator also adds unexplained
+// per-session constants to every first token (an "allocation delay" of
+// 60 s for the proposed algorithm and 250 s or 350 s for the PETALS-based
+// ones, and an initial delay of 100 ms or 70 ms) and rounds waits up to
+// PETALS back-off steps; Fleet.Calibration = MATLABCalibration(...) adds
+// exactly those, opt-in, for comparisons with the paper's MATLAB columns.
+//
 // Everything is a function of its inputs: virtual time is a float64 number
 // of seconds, randomness comes from a seeded *rand.Rand, there is no
 // goroutine and no clock read. The caller may inject a clock (a

@@ -75,6 +75,7 @@ type session struct {
 	arrival float64
 	start   float64
 	end     float64
+	setup   float64 // calibration constants between start and prefill (0 without)
 	prefill float64 // sum_j (tI_cj + k_j tauI_j): the first token once started
 	decode  float64 // sum_j (t_cj + k_j tau_j): each later token
 	chain   []hop
@@ -91,6 +92,7 @@ type engine struct {
 	plan  placement.Plan
 	route func([]routing.Server, routing.Request, [][]float64) (routing.Route, error)
 	clock func() time.Time
+	setup float64 // Calibration.setup(alg): added before every prefill
 
 	active []int            // fleet indices of servers hosting blocks
 	snap   []routing.Server // routing snapshot template, per active server
@@ -119,6 +121,7 @@ func newEngine(f *Fleet, w Workload, alg Algorithm, plan placement.Plan, clock f
 	}
 	e := &engine{
 		fleet: f, work: w, alg: alg, plan: plan, route: route, clock: clock,
+		setup: f.Calibration.setup(alg),
 		holds: make([][]hold, len(f.Servers)),
 		used:  make([]int, len(f.Servers)),
 	}
@@ -258,13 +261,16 @@ func (e *engine) times(c []hop) (prefill, decode float64) {
 	return prefill, decode
 }
 
-// admit records the chain and its times and schedules the end.
+// admit records the chain and its times and schedules the end: eq. (1)
+// after the calibration's setup constants, which the session spends
+// holding its caches.
 func (e *engine) admit(i int, c []hop, start float64) {
 	s := &e.sessions[i]
 	s.chain = c
 	s.start = start
+	s.setup = e.setup
 	s.prefill, s.decode = e.times(c)
-	s.end = start + s.prefill + float64(e.work.OutputTokens-1)*s.decode
+	s.end = start + s.setup + s.prefill + float64(e.work.OutputTokens-1)*s.decode
 	for _, h := range c {
 		e.holds[h.server] = append(e.holds[h.server], hold{session: i, caches: h.blocks})
 	}
@@ -272,7 +278,8 @@ func (e *engine) admit(i int, c []hop, start float64) {
 }
 
 // book routes session i (AdmitWait), reserves its caches and schedules its
-// start at the earliest time every server of the chain has room.
+// start at the earliest time every server of the chain has room, or, with
+// Calibration.RoundWaits, at the first PETALS back-off retry from then on.
 func (e *engine) book(i int) error {
 	c, err := e.routeNow()
 	if err != nil {
@@ -286,6 +293,10 @@ func (e *engine) book(i int) error {
 				ErrInvariant, e.alg.Routing, e.fleet.Servers[h.server].Name, h.blocks, e.plan.CacheSlots[h.server])
 		}
 		start = max(start, t)
+	}
+	if e.fleet.Calibration.RoundWaits && start > e.now {
+		p := e.fleet.Petals
+		start = e.now + BackoffWait(start-e.now, p.MinBackoff, p.MaxBackoff)
 	}
 	e.admit(i, c, start)
 	e.push(start, evStart, i)

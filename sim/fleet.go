@@ -37,6 +37,9 @@ type Fleet struct {
 	Overheads Overheads `json:"overheads"`
 	// Petals configures the PETALS baselines.
 	Petals PetalsConfig `json:"petals"`
+	// Calibration adds the authors' unexplained per-session constants
+	// (MATLABCalibration); the zero value adds nothing.
+	Calibration Calibration `json:"calibration"`
 }
 
 // Validate checks the fleet; errors wrap ErrBadConfig and name the field.
@@ -64,6 +67,9 @@ func (f *Fleet) Validate() error {
 		return bad("petals hop overhead %g s and alloc penalty %g s, want finite seconds >= 0", f.Petals.HopOverhead, f.Petals.AllocPenalty)
 	case !(f.Petals.MinBackoff > 0) || !(f.Petals.MaxBackoff >= f.Petals.MinBackoff) || math.IsInf(f.Petals.MaxBackoff, 0):
 		return bad("petals back-off %g s .. %g s, want 0 < min <= max, finite", f.Petals.MinBackoff, f.Petals.MaxBackoff)
+	}
+	if err := f.Calibration.Validate(); err != nil {
+		return err
 	}
 	for j, s := range f.Servers {
 		h := s.Hardware

@@ -17,7 +17,7 @@ type Result struct {
 	// sessions of (completion - arrival) / l_max (paper 003 Table 4).
 	PerToken float64 `json:"per_token"`
 	// FirstToken is the mean time from arrival to the first token: waiting
-	// plus prefill (Table C.7).
+	// plus prefill (Table C.7), plus the calibration's constants if any.
 	FirstToken float64 `json:"first_token"`
 	// RemainingToken is the mean time per token after the first (Table C.8).
 	RemainingToken float64 `json:"remaining_token"`
@@ -164,7 +164,7 @@ func (e *engine) summarize(res *Result) {
 	for _, s := range e.sessions {
 		wait := s.start - s.arrival
 		res.PerToken += (s.end - s.arrival) / l / n
-		res.FirstToken += (wait + s.prefill) / n
+		res.FirstToken += (wait + s.setup + s.prefill) / n
 		res.Waiting += wait / n
 		res.Retries += float64(s.retries) / n
 		res.Hops += float64(len(s.chain)) / n
@@ -191,7 +191,10 @@ func blocksByKind(f *Fleet, plan placement.Plan) map[string]float64 {
 
 // SessionTime returns the time one session takes on an idle fleet under
 // the CG-BP placement for R = 1 and WS-RR routing (eq. 1, no waiting): the
-// "time for a single request" the paper's R rule starts from.
+// "time for a single request" the paper's R rule starts from, in seconds.
+// It includes the fleet's Calibration.InitialDelay, as the authors'
+// time_per_request does (BPRR_heuristic_general_extended.m adds
+// initial_delay), but no allocation delay.
 func SessionTime(f *Fleet, w Workload) (float64, error) {
 	in := f.placementInput(w, 1, nil)
 	plan, err := placement.CGBP(in)
@@ -211,7 +214,7 @@ func SessionTime(f *Fleet, w Workload) (float64, error) {
 		return 0, fmt.Errorf("sim: session time: %w", err)
 	}
 	prefill, decode := e.times(c)
-	return prefill + float64(w.OutputTokens-1)*decode, nil
+	return f.Calibration.InitialDelay + prefill + float64(w.OutputTokens-1)*decode, nil
 }
 
 // ChooseR returns the design parameter R of paper 003 (after Corollary
