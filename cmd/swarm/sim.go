@@ -42,6 +42,7 @@ type simOptions struct {
 	seed          uint64
 	runs          int
 	algorithms    []string
+	calibration   string
 	parallel      int
 	json          bool
 }
@@ -60,6 +61,10 @@ func addSimFlags(f *pflag.FlagSet, o *simOptions) {
 	f.Uint64Var(&o.seed, "seed", 1, "random seed; run k uses the PCG stream (seed, k)")
 	f.IntVar(&o.runs, "runs", 20, "Monte Carlo runs averaged (each draws arrivals, PETALS join order and, for topologies, server and client nodes)")
 	f.StringSliceVar(&o.algorithms, "algorithms", sim.AlgorithmNames(), "comma-separated algorithms: "+algorithmHelp())
+	f.StringVar(&o.calibration, "calibration", sim.CalibrationNone, "none: the mechanism-only model (default); "+
+		"matlab: also add the unexplained per-session constants of the authors' MATLAB simulator to every first token "+
+		"(allocation delay 60 s for proposed, 250 s for petals and the ablations, 350 s for them in the 26-server deployment of Table 5; "+
+		"initial delay 100 ms clustered, 70 ms topology) and round proposed/opt-rr waits up to PETALS back-off steps")
 	f.IntVar(&o.parallel, "parallel", runtime.GOMAXPROCS(0), "runs simulated at once (goroutines); use 1 for undisturbed runtime measurements")
 	f.BoolVar(&o.json, "json", false, "print machine-readable JSON instead of a table")
 }
@@ -89,8 +94,20 @@ servers (tau 3.2197 ms, 86.13 GB) and MIG 1g.10gb slices (tau 16.2488 ms,
 overhead on top of the network RTT. Times are seconds; "runtime" is the wall
 time of the placement and routing calls per run.
 
+By default the model is mechanism-only. --calibration matlab adds the
+constants the authors' MATLAB simulator (commit 3f78053) puts on every
+session's first token and the paper never explains: allocation_delay_prop
+(60 s, proposed), allocation_delay_petals (250 s for petals, opt-order,
+opt-number and opt-rr; 350 s in test_general_case_online_large.m, used here
+for the 26-server topology runs of Table 5 but not in sweeps) and
+initial_delay (100 ms clustered, 70 ms topology), and rounds the waits of
+proposed and opt-rr up to PETALS back-off steps (1, 3, 7, ... s). They add
+to the first token and the total, not to the remaining tokens. The table
+header and the JSON ("calibration") say which calibration was used.
+
 Examples:
   swarm sim --scenario clustered --client-cluster 1 --rate 0.5 --output-tokens 64
+  swarm sim --scenario clustered --client-cluster 1 --calibration matlab
   swarm sim --scenario topology --topology ../shared/topologies/repetita/2016TopologyZooUCL_unary/GtsCe.graph --servers 60 --runs 1
   swarm sim sweep --scenario topology --topology Abvt.graph --vary rate --plot rate.svg`,
 		Args: cobra.NoArgs,
@@ -114,11 +131,12 @@ Examples:
 // simSetup is a validated scenario: the workload, the algorithms and, for
 // the topology scenario, the loaded topology and its RTT matrix.
 type simSetup struct {
-	o    simOptions
-	algs []sim.Algorithm
-	work sim.Workload
-	top  *topologies.Topology
-	rtt  *topologies.RTTMatrix
+	o     simOptions
+	algs  []sim.Algorithm
+	work  sim.Workload
+	top   *topologies.Topology
+	rtt   *topologies.RTTMatrix
+	sweep bool // part of `swarm sim sweep` (the MATLAB sweeps' constants)
 }
 
 func newSimSetup(o simOptions) (*simSetup, error) {
@@ -133,6 +151,11 @@ func newSimSetup(o simOptions) (*simSetup, error) {
 		return nil, fmt.Errorf("%w: --parallel %d, want >= 1", errUsage, o.parallel)
 	case len(o.algorithms) == 0:
 		return nil, fmt.Errorf("%w: --algorithms is empty (want some of %s)", errUsage, strings.Join(sim.AlgorithmNames(), ","))
+	}
+	switch o.calibration {
+	case sim.CalibrationNone, sim.CalibrationMATLAB:
+	default:
+		return nil, fmt.Errorf("%w: --calibration %q, want %s or %s", errUsage, o.calibration, sim.CalibrationNone, sim.CalibrationMATLAB)
 	}
 	for _, name := range o.algorithms {
 		a, err := sim.LookupAlgorithm(strings.TrimSpace(name))
@@ -199,10 +222,39 @@ func loadTopology(path, delays string) (*topologies.Topology, error) {
 // fleet draws run k's fleet: fixed for the clustered scenario, random
 // server and client nodes for the topology scenario.
 func (s *simSetup) fleet(rng *rand.Rand) (*sim.Fleet, error) {
+	var f *sim.Fleet
+	var err error
 	if s.top == nil {
-		return sim.Clustered(s.o.clientCluster)
+		f, err = sim.Clustered(s.o.clientCluster)
+	} else {
+		f, err = sim.OnTopology(s.top, s.rtt, s.o.servers, s.o.eta, rng)
 	}
-	return sim.OnTopology(s.top, s.rtt, s.o.servers, s.o.eta, rng)
+	if err != nil {
+		return nil, err
+	}
+	f.Calibration = s.calibration()
+	return f, nil
+}
+
+// calibration returns the --calibration constants for this scenario: the
+// clustered branch of test_general_case_online.m, its realnet branch (and
+// the General_varying_*_online.m sweeps) for topologies, or
+// test_general_case_online_large.m for the 26-server deployment of Table 5
+// outside sweeps.
+func (s *simSetup) calibration() sim.Calibration {
+	if s.o.calibration != sim.CalibrationMATLAB {
+		return sim.NoCalibration()
+	}
+	setup := sim.MATLABClustered
+	if s.top != nil {
+		setup = sim.MATLABTopology
+		if _, a100, ok := sim.PaperDeployment("bellcanada"); ok && !s.sweep && s.o.servers == 26 &&
+			int(math.Round(s.o.eta*26)) == a100 {
+			setup = sim.MATLABLargeTopology
+		}
+	}
+	c, _ := sim.MATLABCalibration(setup)
+	return c
 }
 
 // runOne simulates run k with its own PCG stream (seed, k).
@@ -278,9 +330,9 @@ func (s *simSetup) describe(swept string) string {
 	if swept == "rate" {
 		requests = "requests per point shown in the JSON"
 	}
-	return fmt.Sprintf("%s; BLOOM-176B, lI = %d, %s, %s, %s, %d runs, seed %d",
+	return fmt.Sprintf("%s; BLOOM-176B, lI = %d, %s, %s, %s, %d runs, seed %d, calibration %s",
 		where, o.inputTokens, val("output-tokens", fmt.Sprintf("l_max = %d", o.outputTokens)),
-		val("rate", fmt.Sprintf("rate %g/s", o.rate)), requests, o.runs, o.seed)
+		val("rate", fmt.Sprintf("rate %g/s", o.rate)), requests, o.runs, o.seed, o.calibration)
 }
 
 // title is a short scenario name for plots.
@@ -310,9 +362,23 @@ func (s *simSetup) paper() (source string, petals, proposed sim.PaperCell, ok bo
 }
 
 type simJSON struct {
-	Scenario string       `json:"scenario"`
-	Results  []sim.Result `json:"results"`
-	Paper    *paperJSON   `json:"paper,omitempty"`
+	Scenario string `json:"scenario"`
+	// Calibration is "none" or "matlab" (--calibration); the constants
+	// themselves are in CalibrationConstants when not none.
+	Calibration          string           `json:"calibration"`
+	CalibrationConstants *sim.Calibration `json:"calibration_constants,omitempty"`
+	Results              []sim.Result     `json:"results"`
+	Paper                *paperJSON       `json:"paper,omitempty"`
+}
+
+// calibrationJSON returns the "calibration" and "calibration_constants"
+// fields of the JSON outputs.
+func (s *simSetup) calibrationJSON() (string, *sim.Calibration) {
+	c := s.calibration()
+	if c.IsNone() {
+		return sim.CalibrationNone, nil
+	}
+	return c.Name, &c
 }
 
 type paperJSON struct {
@@ -327,6 +393,7 @@ func (s *simSetup) print(w io.Writer, res []sim.Result) error {
 	source, petals, proposed, ok := s.paper()
 	if s.o.json {
 		out := simJSON{Scenario: s.describe(""), Results: res}
+		out.Calibration, out.CalibrationConstants = s.calibrationJSON()
 		if ok {
 			out.Paper = &paperJSON{Source: source, Petals: petals, Proposed: proposed}
 		}
@@ -337,6 +404,7 @@ func (s *simSetup) print(w io.Writer, res []sim.Result) error {
 		}
 	} else {
 		fmt.Fprintln(w, s.describe(""))
+		fmt.Fprintln(w, s.calibration())
 		if err := sim.WriteTable(w, res); err != nil {
 			return err
 		}
@@ -399,6 +467,7 @@ func runSweep(ctx context.Context, out, errOut io.Writer, o sweepOptions, reques
 	if err != nil {
 		return err
 	}
+	base.sweep = true
 	values := o.values
 	if len(values) == 0 {
 		if values, err = defaultSweep(o.vary, base); err != nil {
@@ -468,11 +537,14 @@ func runSweep(ctx context.Context, out, errOut io.Writer, o sweepOptions, reques
 	if o.json {
 		enc := json.NewEncoder(out)
 		enc.SetIndent("", "  ")
+		cal, constants := base.calibrationJSON()
 		return enc.Encode(struct {
-			Scenario string       `json:"scenario"`
-			Vary     string       `json:"vary"`
-			Points   []sweepPoint `json:"points"`
-		}{base.describeSweep(o.vary), o.vary, points})
+			Scenario             string           `json:"scenario"`
+			Calibration          string           `json:"calibration"`
+			CalibrationConstants *sim.Calibration `json:"calibration_constants,omitempty"`
+			Vary                 string           `json:"vary"`
+			Points               []sweepPoint     `json:"points"`
+		}{base.describeSweep(o.vary), cal, constants, o.vary, points})
 	}
 	fmt.Fprintln(out, base.describeSweep(o.vary))
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)

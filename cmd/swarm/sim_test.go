@@ -17,8 +17,15 @@ import (
 )
 
 type simOutput struct {
-	Scenario string `json:"scenario"`
-	Results  []struct {
+	Scenario             string `json:"scenario"`
+	Calibration          string `json:"calibration"`
+	CalibrationConstants *struct {
+		Name            string             `json:"name"`
+		InitialDelay    float64            `json:"initial_delay"`
+		AllocationDelay map[string]float64 `json:"allocation_delay"`
+		RoundWaits      bool               `json:"round_waits"`
+	} `json:"calibration_constants"`
+	Results []struct {
 		Algorithm      string             `json:"algorithm"`
 		PerToken       float64            `json:"per_token"`
 		FirstToken     float64            `json:"first_token"`
@@ -74,6 +81,8 @@ func TestSimJSONEndToEnd(t *testing.T) {
 			}
 			require.Equal(t, 53.0, got.Results[1].Blocks["A100"], "PETALS puts 53 blocks on an A100 (paper 003 Sec. 4.2)")
 			require.Nil(t, got.Paper, "the paper has no 12-request runs")
+			require.Equal(t, "none", got.Calibration, "mechanism-only by default")
+			require.Nil(t, got.CalibrationConstants)
 		})
 	}
 }
@@ -117,6 +126,8 @@ func TestSimRejectsBadFlags(t *testing.T) {
 		{"too many servers", []string{"--scenario", "topology", "--topology", abvt, "--servers", "23"}, "want 1..22"},
 		{"eta", []string{"--scenario", "topology", "--topology", abvt, "--eta", "2"}, "--eta 2"},
 		{"file type", []string{"--scenario", "topology", "--topology", "net.txt"}, "want a Repetita .graph"},
+		{"calibration", []string{"--calibration", "paper"}, `--calibration "paper", want none or matlab`},
+		{"sweep calibration", []string{"sweep", "--vary", "rate", "--calibration", "MATLAB"}, `--calibration "MATLAB"`},
 		{"sweep vary", []string{"sweep", "--vary", "weather"}, `--vary "weather"`},
 		{"sweep servers clustered", []string{"sweep", "--vary", "servers"}, "needs --scenario topology"},
 		{"sweep whole numbers", []string{"sweep", "--vary", "output-tokens", "--values", "64.5"}, "whole numbers"},
@@ -203,4 +214,78 @@ func TestSimSweepWritesPlot(t *testing.T) {
 	require.Equal(t, 64.0, sweep.Points[1].Value)
 	require.Greater(t, sweep.Points[0].Results[0].PerToken, sweep.Points[1].Results[0].PerToken,
 		"the first token is amortized over more tokens at l_max = 64")
+}
+
+// runSimJSON runs `swarm sim ARGS... --json` in-process and decodes it.
+func runSimJSON(t *testing.T, args ...string) simOutput {
+	t.Helper()
+	out, err := runSim(t, append(append([]string{"sim"}, args...), "--json")...)
+	require.NoError(t, err)
+	var got simOutput
+	require.NoError(t, json.Unmarshal([]byte(out), &got), out)
+	return got
+}
+
+// TestSimCalibrationMATLAB checks that --calibration matlab adds exactly
+// the authors' constants: one session on an idle fleet never waits, so its
+// first token grows by initial_delay + allocation_delay (60.1 s for
+// proposed and 250.1 s for petals in the clustered scenario,
+// test_general_case_online.m; 60.07 s and 350.07 s in the 26-server
+// BellCanada deployment, test_general_case_online_large.m; 250.07 s for
+// petals with 25 servers), and its remaining tokens do not change.
+func TestSimCalibrationMATLAB(t *testing.T) {
+	bell := testenv.SharedFile(t, "topologies", "repetita", "2016TopologyZooUCL_unary", "Bellcanada.graph")
+	for _, tt := range []struct {
+		name           string
+		args           []string
+		proposed, pets float64
+	}{
+		{"clustered", []string{"--client-cluster", "1"}, 60.1, 250.1},
+		{"topology 26 servers", []string{"--scenario", "topology", "--topology", bell, "--servers", "26", "--eta", "0.2"}, 60.07, 350.07},
+		{"topology 25 servers", []string{"--scenario", "topology", "--topology", bell, "--servers", "25", "--eta", "0.2"}, 60.07, 250.07},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			args := append([]string{"--runs", "2", "--requests", "1", "--algorithms", "proposed,petals"}, tt.args...)
+			none := runSimJSON(t, args...)
+			matlab := runSimJSON(t, append(args, "--calibration", "matlab")...)
+			require.Equal(t, "none", none.Calibration)
+			require.Nil(t, none.CalibrationConstants)
+			require.Equal(t, "matlab", matlab.Calibration)
+			require.NotNil(t, matlab.CalibrationConstants)
+			require.True(t, matlab.CalibrationConstants.RoundWaits)
+			require.InDelta(t, tt.pets, matlab.CalibrationConstants.InitialDelay+matlab.CalibrationConstants.AllocationDelay["petals"], 1e-9)
+			require.Contains(t, matlab.Scenario, "calibration matlab")
+			for i, add := range []float64{tt.proposed, tt.pets} {
+				n, m := none.Results[i], matlab.Results[i]
+				require.Zero(t, n.Waiting, n.Algorithm)
+				require.Zero(t, m.Waiting, m.Algorithm)
+				require.InDelta(t, add, m.FirstToken-n.FirstToken, 1e-9, m.Algorithm)
+				require.InDelta(t, n.RemainingToken, m.RemainingToken, 1e-12, m.Algorithm)
+				require.InDelta(t, add/128, m.PerToken-n.PerToken, 1e-9, m.Algorithm)
+			}
+		})
+	}
+}
+
+func TestSimCalibrationInTableAndSweep(t *testing.T) {
+	out, err := runSim(t, "sim", "--runs", "1", "--requests", "5", "--algorithms", "proposed", "--calibration", "matlab")
+	require.NoError(t, err)
+	require.Contains(t, out, "seed 1, calibration matlab")
+	require.Contains(t, out, "calibration matlab (initial delay 100 ms, allocation delay 60 s for proposed")
+	require.Contains(t, out, "test_general_case_online.m (realnet = 0)")
+	out, err = runSim(t, "sim", "--runs", "1", "--requests", "5", "--algorithms", "proposed")
+	require.NoError(t, err)
+	require.Contains(t, out, "calibration none (mechanism only)")
+
+	// The sweeps of Figs. 6-9 use 250 s for the PETALS baselines whatever
+	// the number of servers (General_varying_*_online.m).
+	bell := testenv.SharedFile(t, "topologies", "repetita", "2016TopologyZooUCL_unary", "Bellcanada.graph")
+	js, err := runSim(t, "sim", "sweep", "--scenario", "topology", "--topology", bell, "--vary", "servers", "--values", "26",
+		"--runs", "1", "--requests", "2", "--algorithms", "petals", "--calibration", "matlab", "--json")
+	require.NoError(t, err)
+	var sweep simOutput
+	require.NoError(t, json.Unmarshal([]byte(js), &sweep))
+	require.Equal(t, "matlab", sweep.Calibration)
+	require.Equal(t, 250.0, sweep.CalibrationConstants.AllocationDelay["petals"])
+	require.InDelta(t, 0.07, sweep.CalibrationConstants.InitialDelay, 1e-15)
 }
