@@ -109,13 +109,17 @@ type serveOptions struct {
 func newServeCmd() *cobra.Command {
 	cfg := server.DefaultConfig()
 	o := serveOptions{p2p: p2p.DefaultConfig(), reg: registry.DefaultConfig(), targetSessions: defaultTargetSessions}
+	var fr *fullRangeOptions // --full-range: serve_fullrange.go
 	cmd := &cobra.Command{
 		Use:   "serve --model PATH --blocks auto|START:END [--listen HOST:PORT|none] [--bootstrap MULTIADDR...] [flags]",
 		Short: "Host a span of a model's blocks for clients",
-		Long:  serveLong,
+		Long:  serveLong + fullRangeHelp,
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			f := cmd.Flags()
+			if fr.enabled {
+				return runServeFullRange(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), cfg, o, fr, fullRangeJoins(f.Changed))
+			}
 			if err := o.resolve(&cfg, f.Changed); err != nil {
 				return err
 			}
@@ -152,6 +156,7 @@ func newServeCmd() *cobra.Command {
 	f.DurationVar(&o.joinSettle, "join-settle", 0, "with --blocks auto: how long to wait after announcing a tentative span before settling, so that\n"+
 		"servers starting at the same moment see each other (default: max(2 heartbeats, --max-clock-skew + --anti-entropy-interval))")
 	f.StringVar(&o.provider, "provider", "", "provider name to advertise in the registry (clients may allow only some providers)")
+	fr = addFullRangeFlags(f)
 	return cmd
 }
 

@@ -1,0 +1,206 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"path/filepath"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/swarmllm/swarm/blocks"
+	"github.com/swarmllm/swarm/registry"
+	"github.com/swarmllm/swarm/server"
+	"github.com/swarmllm/swarm/server/api"
+	"github.com/swarmllm/swarm/server/fullrange"
+	"github.com/swarmllm/swarm/swarm"
+	"github.com/swarmllm/swarm/swarm/p2p"
+)
+
+// fullRangeHelp is appended to serve's help.
+const fullRangeHelp = `
+
+Full-range replicas (--full-range): instead of hosting blocks, serve
+registers a whole-model replica of an OpenAI-compatible engine (vLLM,
+SGLang, llama.cpp's server, ollama) as a full-range server with span [0, L):
+
+  swarm serve --full-range --backend-url http://127.0.0.1:8000 --model llama-7b/ --provider acme
+  swarm serve --full-range --process "vllm serve meta-llama/Llama-2-7b-hf --port 8000" \
+      --backend-url http://127.0.0.1:8000 --n-blocks 32 --model-name llama-2-7b
+
+It waits for the engine's /health (starting it first with --process, as a
+child process that is killed when serve exits, and whose death ends serve),
+reads /v1/models, measures the engine's per-token time with two greedy
+completions and advertises tau = per-token time / L in GET /v1/info, so that
+ingresses weigh the replica against chains of block servers with WS-RR. It
+forwards /v1/completions, /v1/chat/completions and /v1/models to the engine,
+polls /health and /v1/models every --health-interval and advertises "down"
+while they fail. It prints
+  swarm serve: listening on http://HOST:PORT
+the address to give to "swarm proxy --replicas". With --bootstrap it also
+publishes itself in the registry (SERVING, DOWN while the engine is
+unhealthy, LEFT on exit).`
+
+// fullRangeOptions are the flags of `swarm serve --full-range`.
+type fullRangeOptions struct {
+	enabled bool
+	cfg     fullrange.Config
+}
+
+// addFullRangeFlags registers the --full-range flags on serve's flag set.
+func addFullRangeFlags(f *pflag.FlagSet) *fullRangeOptions {
+	fr := &fullRangeOptions{cfg: fullrange.DefaultConfig()}
+	f.BoolVar(&fr.enabled, "full-range", false, "register a whole-model replica of an OpenAI-compatible engine (span [0, L)) instead of hosting blocks; see below")
+	f.StringVar(&fr.cfg.BackendURL, "backend-url", "", "with --full-range: the engine's base URL, http://HOST:PORT (its API is under /v1)")
+	f.StringVar(&fr.cfg.Process, "process", "", "with --full-range: shell command starting the engine as a child process (e.g. \"vllm serve MODEL --port 8000\"); --backend-url says where it listens")
+	f.StringVar(&fr.cfg.ModelName, "model-name", "", "with --full-range: the swarm's name of the model, which ingresses match (default: the --model file's model name, else the engine's /v1/models id)")
+	f.IntVar(&fr.cfg.Blocks, "n-blocks", 0, "with --full-range: L, the model's number of blocks, when --model is not given")
+	f.DurationVar(&fr.cfg.HealthInterval, "health-interval", fr.cfg.HealthInterval, "with --full-range: period of the engine's /health and /v1/models polls")
+	f.DurationVar(&fr.cfg.StartTimeout, "start-timeout", fr.cfg.StartTimeout, "with --full-range: how long to wait for the engine's first healthy /health")
+	f.IntVar(&fr.cfg.MeasureTokens, "measure-tokens", fr.cfg.MeasureTokens, "with --full-range: tokens of the timed completion that measures the engine's per-token time")
+	return fr
+}
+
+// runServeFullRange runs `swarm serve --full-range`: the replica's sidecar,
+// alone or published in the registry.
+func runServeFullRange(ctx context.Context, out, errOut io.Writer, cfg server.Config, o serveOptions, fr *fullRangeOptions, joinSwarm bool) error {
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(o.logLevel)); err != nil {
+		return fmt.Errorf("%w: --log-level %q: want debug, info, warn or error", errUsage, o.logLevel)
+	}
+	if o.blocks != "" {
+		return fmt.Errorf("%w: --blocks and --full-range exclude each other (a replica hosts the whole model)", errUsage)
+	}
+	c := fr.cfg
+	c.Provider, c.MaxLength = o.provider, o.maxLength
+	c.Listen = cfg.Listen
+	if cfg.Model != "" {
+		m, err := blocks.Open(cfg.Model)
+		if err != nil {
+			return err
+		}
+		info := m.Info()
+		m.Close()
+		if c.Blocks == 0 {
+			c.Blocks = info.NBlocks
+		} else if c.Blocks != info.NBlocks {
+			return fmt.Errorf("%w: --n-blocks %d but %s has %d blocks", errUsage, c.Blocks, filepath.Base(cfg.Model), info.NBlocks)
+		}
+		if c.ModelName == "" {
+			c.ModelName = info.Name
+		}
+		if c.MaxLength == 0 {
+			c.MaxLength = info.MaxSeqLen
+		}
+	}
+	if err := c.Validate(); err != nil {
+		return fmt.Errorf("%w: %w", errUsage, err)
+	}
+	logger := slog.New(slog.NewTextHandler(errOut, &slog.HandlerOptions{Level: level}))
+	ln, err := net.Listen("tcp", c.Listen)
+	if err != nil {
+		return fmt.Errorf("serve: listen on %s: %w", c.Listen, err)
+	}
+	defer ln.Close()
+	srv, err := fullrange.Start(ctx, c, logger)
+	if err != nil {
+		return err
+	}
+	defer srv.Close()
+	url := "http://" + ln.Addr().String()
+	if joinSwarm {
+		stop, err := publishReplica(ctx, logger, o, srv, url)
+		if err != nil {
+			return err
+		}
+		defer stop()
+	}
+	info := srv.Info()
+	logger.Info("full-range replica serving", "model", info.Model, "blocks", info.Span.String(), "url", url, "backend", c.BackendURL, "provider", c.Provider)
+	if _, err := fmt.Fprintln(out, serveReadyPrefix+url); err != nil {
+		return err
+	}
+	return srv.Serve(ctx, ln)
+}
+
+// publishReplica joins the swarm and keeps the replica's registry entry
+// current: SERVING, DOWN while the engine is unhealthy; LEFT when stop is
+// called.
+func publishReplica(ctx context.Context, logger *slog.Logger, o serveOptions, srv *fullrange.Server, url string) (func(), error) {
+	if err := o.p2p.Validate(); err != nil {
+		return nil, fmt.Errorf("%w: %w", errUsage, err)
+	}
+	if err := o.reg.Validate(); err != nil {
+		return nil, fmt.Errorf("%w: %w", errUsage, err)
+	}
+	n, err := p2p.New(o.p2p, p2p.WithLogger(logger))
+	if err != nil {
+		if errors.Is(err, p2p.ErrBadConfig) || errors.Is(err, p2p.ErrBadIdentity) || errors.Is(err, p2p.ErrBadSwarmKey) {
+			return nil, fmt.Errorf("%w: %w", errUsage, err)
+		}
+		return nil, err
+	}
+	reg, err := registry.Join(n, o.reg, registry.WithLogger(logger))
+	if err != nil {
+		n.Close()
+		return nil, err
+	}
+	publish := func() error {
+		info := srv.Info()
+		si := info.ServerInfo
+		si.ID, si.Endpoints = reg.ID(), []string{url}
+		state := swarm.StateServing
+		if info.State != api.StateServing {
+			state = swarm.StateDown
+		}
+		return reg.Publish(si, state)
+	}
+	if err := publish(); err != nil {
+		reg.Close()
+		n.Close()
+		return nil, err
+	}
+	logger.Info("published in the registry", "id", reg.ID(), "addrs", fmt.Sprint(n.Addrs()))
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-srv.Changed():
+				if err := publish(); err != nil {
+					logger.Warn("registry publish failed", "err", err)
+				}
+			}
+		}
+	}()
+	return func() {
+		cancel()
+		<-done
+		lctx, lcancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer lcancel()
+		if err := reg.Leave(lctx); err != nil {
+			logger.Warn("registry leave failed", "err", err)
+		}
+		reg.Close()
+		n.Close()
+	}, nil
+}
+
+// fullRangeJoins reports whether a --full-range serve joins the swarm: any
+// node flag given.
+func fullRangeJoins(changed func(string) bool) bool {
+	for _, name := range []string{"bootstrap", "p2p-listen", "identity", "swarm-key"} {
+		if changed(name) {
+			return true
+		}
+	}
+	return false
+}
+
