@@ -68,7 +68,7 @@ func (m *memMember) crash(t *testing.T) {
 // stories is the shape of stories260K as placement and candidates see it
 // (L = 5 blocks; the byte sizes are those of the llama2.c checkpoint).
 func stories() swarm.ModelInfo {
-	return swarm.ModelInfo{Name: "stories260K", NBlocks: 5, DModel: 64, BlockBytes: 181760, CacheBytesPerToken: 512, MaxSeqLen: 512}
+	return swarm.ModelInfo{Name: "stories260K", NBlocks: 5, DModel: 64, BlockBytes: 181760, CacheBytesPerToken: 256, MaxSeqLen: 512}
 }
 
 func span(a, b int) swarm.Span { return swarm.Span{Start: a, End: b} }

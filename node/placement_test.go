@@ -11,8 +11,8 @@ import (
 
 // memoryFor returns M such that CG-BP line 1 gives m blocks for R = 1 and
 // max length 512 on stories260K: m (s_m + s_c) with s_m = 181760 and
-// s_c = 512 * 512 bytes.
-func memoryFor(m int) int64 { return int64(m) * (181760 + 512*512) }
+// s_c = 512 tokens * 256 bytes; the capacity (15) is then f_j = 1.
+func memoryFor(m int) int64 { return int64(m) * (181760 + 512*256) }
 
 // entry is a registry entry of a stories260K server.
 func entry(id string, inc uint64, st swarm.LifecycleState, s swarm.Span, blocks int, tentative bool) registry.Entry {
@@ -128,7 +128,7 @@ func TestChooseSpan_Concurrent(t *testing.T) {
 func TestChooseSpan_Errors(t *testing.T) {
 	p := PlacementParams{Model: stories(), Sessions: 1, MaxLength: 512}
 	small := entry("s", Unpublished, swarm.StateJoin, swarm.Span{}, 0, true)
-	small.Info.MemoryBytes = 181760 // one block, no room for R = 1 cache
+	small.Info.MemoryBytes = 181760 + 512*256 - 1 // one block and not quite one cache
 	_, err := ChooseSpan(nil, small, p)
 	require.ErrorIs(t, err, ErrPlacement)
 	require.ErrorContains(t, err, "cannot hold one block")

@@ -1,0 +1,174 @@
+package node
+
+import (
+	"context"
+	"net"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/libp2p/go-libp2p"
+	"github.com/stretchr/testify/require"
+
+	"github.com/swarmllm/swarm/blocks"
+	"github.com/swarmllm/swarm/client"
+	"github.com/swarmllm/swarm/server"
+	"github.com/swarmllm/swarm/server/api"
+	"github.com/swarmllm/swarm/swarm"
+	"github.com/swarmllm/swarm/swarm/p2p"
+)
+
+// publishServing announces srv in reg as SERVING at the given endpoints.
+func publishServing(t *testing.T, m *member, srv *server.Server, endpoints ...string) {
+	t.Helper()
+	info := srv.Info().ServerInfo
+	info.ID, info.Endpoints = "", endpoints
+	require.NoError(t, m.reg.Publish(info, swarm.StateServing))
+}
+
+// joinClient starts a client-only member bootstrapping from boot.
+func joinClient(t *testing.T, boot *member) *ClientNode {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), p2pTimeout)
+	defer cancel()
+	cn, err := JoinClient(ctx, loopbackConfig(boot.node), fastRegistry(), p2pOptions()...)
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, cn.Close()) })
+	return cn
+}
+
+// generate runs a greedy generation of n tokens from BOS through a session
+// of c and returns the text; during runs after the first token with the
+// session open.
+func generate(t *testing.T, ctx context.Context, c *client.Client, n int, during func(*client.Session)) string {
+	t.Helper()
+	sess, err := c.Open(ctx, n)
+	require.NoError(t, err)
+	defer func() { require.NoError(t, sess.Close()) }()
+	sampler, err := blocks.NewSampler(blocks.SamplerConfig{Temperature: 0})
+	require.NoError(t, err)
+	var text strings.Builder
+	for tok, err := range sess.Generate(ctx, []int{1}, n, sampler) {
+		require.NoError(t, err)
+		text.WriteString(tok.Text)
+		if tok.Index == 0 && during != nil {
+			during(sess)
+		}
+	}
+	return text.String()
+}
+
+// TestClient_RegistryCandidates generates llama2.c's reference story
+// through three servers found in the registry: one reached over its
+// websocket, one that advertises only its libp2p addresses (served over
+// /swarm/inference/1), and one whose advertised websocket refuses
+// connections, so that the client falls back to its libp2p streams.
+func TestClient_RegistryCandidates(t *testing.T) {
+	cache := t.TempDir()
+	boot := joinMember(t, loopbackConfig(nil))
+	a := joinMember(t, loopbackConfig(boot.node))
+	b := joinMember(t, loopbackConfig(boot.node))
+	c := joinMember(t, loopbackConfig(boot.node))
+
+	srvA := startServer(t, span(0, 2), cache)
+	urlA := serveWebsocket(t, srvA)
+	srvB := startServer(t, span(2, 4), cache)
+	srvC := startServer(t, span(4, 5), cache)
+	for _, s := range []struct {
+		m   *member
+		srv *server.Server
+	}{{a, srvA}, {b, srvB}, {c, srvC}} {
+		t.Cleanup(ServeStreams(s.m.node.Host(), s.srv, 0))
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	refused := "ws://" + ln.Addr().String() + api.InferencePath
+	require.NoError(t, ln.Close())
+	publishServing(t, a, srvA, append([]string{urlA}, a.addrs()...)...)
+	publishServing(t, b, srvB, b.addrs()...)
+	publishServing(t, c, srvC, append([]string{refused}, c.addrs()...)...)
+
+	cn := joinClient(t, boot)
+	head := loadHead(t)
+	cands, err := NewCandidates(cn.Registry, head.Info())
+	require.NoError(t, err)
+	ctx, cancel := context.WithTimeout(t.Context(), p2pTimeout)
+	defer cancel()
+	require.NoError(t, cands.WaitCovered(ctx))
+	cl, err := client.New(head, nil, cands.ClientOptions(cn.Node.Host())...)
+	require.NoError(t, err)
+
+	var chain []client.HopStats
+	text := generate(t, ctx, cl, 200, func(s *client.Session) { chain = s.Chain() })
+	require.Equal(t, referenceText(t), text)
+	require.Len(t, chain, 3)
+	require.Equal(t, urlA, chain[0].Server)
+	require.Equal(t, api.P2PEndpoint(b.reg.ID()).Inference, chain[1].Server)
+	require.Equal(t, refused, chain[2].Server, "named by its advertised websocket, reached over libp2p")
+	for i, s := range []swarm.Span{span(0, 2), span(2, 4), span(4, 5)} {
+		require.Equal(t, s, chain[i].Span)
+	}
+	// From now on the candidates name c by its libp2p endpoint.
+	eps, err := cands.Endpoints(ctx)
+	require.NoError(t, err)
+	require.Contains(t, eps, api.P2PEndpoint(c.reg.ID()))
+}
+
+// TestClient_ThroughCircuitRelay serves a whole-model session from a node
+// that cannot be dialled (no listen address, behind a "NAT"): it holds a
+// reservation on a relay, advertises its circuit address in the registry,
+// and the client's /swarm/inference/1 stream runs over the relayed
+// (limited) connection. (libp2p advertises circuit addresses only for
+// relays with public addresses, so on loopback the test forms it.)
+func TestClient_ThroughCircuitRelay(t *testing.T) {
+	relayCfg := loopbackConfig(nil)
+	relayCfg.RelayService = true
+	relay := joinMember(t, relayCfg)
+	hidden := joinMember(t, loopbackConfig(relay.node), p2p.WithLibp2pOptions(libp2p.ForceReachabilityPrivate(), libp2p.NoListenAddrs))
+	require.Empty(t, hidden.node.Host().Addrs(), "the hidden node listens nowhere")
+	srv := startServer(t, span(0, 5), t.TempDir())
+	t.Cleanup(ServeStreams(hidden.node.Host(), srv, 0))
+	circuit := relay.addrs()[0] + "/p2p-circuit/p2p/" + hidden.reg.ID()
+	publishServing(t, hidden, srv, circuit)
+
+	cn := joinClient(t, relay)
+	head := loadHead(t)
+	cands, err := NewCandidates(cn.Registry, head.Info())
+	require.NoError(t, err)
+	ctx, cancel := context.WithTimeout(t.Context(), p2pTimeout)
+	defer cancel()
+	require.NoError(t, cands.WaitCovered(ctx))
+	cl, err := client.New(head, nil, append(cands.ClientOptions(cn.Node.Host()), client.WithInfoTimeout(2*time.Second))...)
+	require.NoError(t, err)
+
+	// The hidden node's relay finder runs every 2 s: until it holds a
+	// reservation, the relay refuses the circuit and Open finds no chain.
+	var sess *client.Session
+	for sess == nil {
+		sess, err = cl.Open(ctx, 40)
+		if err != nil {
+			require.ErrorIs(t, err, client.ErrNoChain)
+			require.NoError(t, sleep(ctx, 200*time.Millisecond), "never reached the hidden server: %v", err)
+		}
+	}
+	defer func() { require.NoError(t, sess.Close()) }()
+	limited := false
+	for _, conn := range hidden.node.Host().Network().ConnsToPeer(cn.Node.ID()) {
+		for _, s := range conn.GetStreams() {
+			if string(s.Protocol()) == api.InferenceProtocol {
+				limited = conn.Stat().Limited
+			}
+		}
+	}
+	require.True(t, limited, "the inference stream runs over the relayed connection")
+	sampler, err := blocks.NewSampler(blocks.SamplerConfig{Temperature: 0})
+	require.NoError(t, err)
+	var text strings.Builder
+	for tok, err := range sess.Generate(ctx, []int{1}, 40, sampler) {
+		require.NoError(t, err)
+		text.WriteString(tok.Text)
+	}
+	require.True(t, strings.HasPrefix(referenceText(t), text.String()), "%q is not a prefix of the reference", text.String())
+	require.Greater(t, text.Len(), 100)
+	require.Equal(t, api.P2PEndpoint(hidden.reg.ID()).Inference, sess.Chain()[0].Server)
+}
