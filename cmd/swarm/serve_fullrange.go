@@ -203,4 +203,3 @@ func fullRangeJoins(changed func(string) bool) bool {
 	}
 	return false
 }
-
