@@ -71,6 +71,9 @@ type ReplicaInfo struct {
 	// Backend names the engine's URL, for operators (it may be reachable
 	// only from the replica's host).
 	Backend string `json:"backend,omitempty"`
+	// ModelInfo describes the model when the replica knows it; it shadows
+	// api.Info's (absent when unknown).
+	ModelInfo *swarm.ModelInfo `json:"model_info,omitempty"`
 }
 
 // staticEntry is one address of a static source and the provider it is

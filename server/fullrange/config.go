@@ -6,6 +6,8 @@ import (
 	"net"
 	"net/url"
 	"time"
+
+	"github.com/swarmllm/swarm/swarm"
 )
 
 // Sentinel errors callers can test with errors.Is.
@@ -33,6 +35,9 @@ type Config struct {
 	// Blocks is L, the model's number of blocks; the replica advertises
 	// span [0, L). Required (from --model PATH or --n-blocks).
 	Blocks int
+	// Model is the model's description when known (from --model PATH);
+	// nil otherwise.
+	Model *swarm.ModelInfo
 	// MaxLength is the longest session in tokens the engine takes; 0 if
 	// unknown.
 	MaxLength int

@@ -38,6 +38,10 @@ type Info struct {
 	BackendModel string `json:"backend_model"`
 	// Backend is the engine's URL, for operators.
 	Backend string `json:"backend,omitempty"`
+	// ModelInfo describes the model when the replica was given its
+	// metadata (Config.Model); it shadows api.Info's, which would not
+	// encode without a dtype.
+	ModelInfo *swarm.ModelInfo `json:"model_info,omitempty"`
 }
 
 // Server is a full-range replica's sidecar.
@@ -114,7 +118,7 @@ func Start(ctx context.Context, cfg Config, logger *slog.Logger) (*Server, error
 			State: api.StateServing, MaxLength: cfg.MaxLength,
 			Measurement: api.Measurement{Hardware: "the engine at " + cfg.BackendURL, MeasuredAt: time.Now().UTC().Format(time.RFC3339)},
 		},
-		BackendModel: model, Backend: cfg.BackendURL,
+		BackendModel: model, Backend: cfg.BackendURL, ModelInfo: cfg.Model,
 	}
 	s.log.Info("engine ready", "backend", cfg.BackendURL, "backend_model", model, "model", name,
 		"per_token", time.Duration(tau*float64(cfg.Blocks)*float64(time.Second)), "tau", tau)
@@ -316,8 +320,13 @@ func (s *Server) Changed() <-chan struct{} {
 func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET "+api.InfoPath, func(w http.ResponseWriter, _ *http.Request) {
+		b, err := json.Marshal(s.Info())
+		if err != nil {
+			writeError(w, http.StatusInternalServerError, "encoding the info document: "+err.Error())
+			return
+		}
 		w.Header().Set("Content-Type", "application/json")
-		_ = json.NewEncoder(w).Encode(s.Info())
+		_, _ = w.Write(b)
 	})
 	mux.HandleFunc(api.InferencePath, func(w http.ResponseWriter, _ *http.Request) {
 		writeError(w, http.StatusNotFound, "a full-range replica takes text through its OpenAI-compatible API (/v1/completions), not hidden states")
