@@ -96,6 +96,7 @@ func runServeFullRange(ctx context.Context, out, errOut io.Writer, cfg server.Co
 		if c.MaxLength == 0 {
 			c.MaxLength = info.MaxSeqLen
 		}
+		c.Model = &info
 	}
 	if err := c.Validate(); err != nil {
 		return fmt.Errorf("%w: %w", errUsage, err)
