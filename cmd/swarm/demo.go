@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -22,7 +23,9 @@ import (
 	"github.com/swarmllm/swarm/blocks"
 	"github.com/swarmllm/swarm/client"
 	"github.com/swarmllm/swarm/hub"
-	"github.com/swarmllm/swarm/swarm"
+	"github.com/swarmllm/swarm/node"
+	"github.com/swarmllm/swarm/registry"
+	"github.com/swarmllm/swarm/swarm/p2p"
 )
 
 const demoLong = `demo runs a small swarm on this machine and generates a story through it:
@@ -31,10 +34,15 @@ const demoLong = `demo runs a small swarm on this machine and generates a story 
     5 blocks), in $SWARM_MODELS or ../shared/models, else in the user cache,
     else downloads it once from the Hugging Face hub (karpathy/tinyllamas;
     HF_ENDPOINT is honoured) with a progress bar and checksums;
- 2. it starts 3 real ` + "`swarm serve`" + ` processes on 127.0.0.1 with ports chosen by the
-    OS, hosting blocks [0,2), [2,4) and [4,5), and waits until they listen;
- 3. this process becomes the client: it loads only the embeddings, LM head
-    and tokenizer, chooses the chain with WS-RR, and streams the story to
+ 2. it starts 3 real ` + "`swarm serve --blocks auto`" + ` processes on 127.0.0.1, one after
+    another, with ports chosen by the OS: the first is the swarm's bootstrap
+    node, the others join through it. Each measures itself, reads the
+    registry and takes the span incremental CG-BP gives it for the memory
+    it is given (room for 2, 2 and 1 blocks with one session of the model's
+    whole context): blocks [0,2), then [2,4), then [4,5);
+ 3. this process becomes a client-only node of the swarm: it loads only the
+    embeddings, LM head and tokenizer, fetches the registry, chooses the
+    chain among the SERVING servers with WS-RR, and streams the story to
     stdout token by token;
  4. it prints each hop's round trip time and compute time, TTFT and TPOT to
     stderr and stops the servers (SIGTERM, then SIGKILL after 10 s).
@@ -47,8 +55,14 @@ Examples:
   swarm demo --temperature 0 --max-tokens 200 --prompt ""
   swarm demo --prompt "Lily had a cat" --seed 42`
 
-// demoSpans are the spans of the three demo servers over stories260K.
-var demoSpans = []swarm.Span{{Start: 0, End: 2}, {Start: 2, End: 4}, {Start: 4, End: 5}}
+// demoBlocks are the blocks each demo server has memory for (with R = 1
+// session of the model's whole context); placement gives them [0,2),
+// [2,4) and [4,5) of stories260K's 5 blocks.
+var demoBlocks = []int{2, 2, 1}
+
+// demoJoinSettle is the servers' --join-settle: they start one after
+// another, so none needs to wait for a concurrent joiner.
+const demoJoinSettle = 300 * time.Millisecond
 
 // demoStopTimeout is how long the demo waits for servers after SIGTERM
 // before it sends SIGKILL.
@@ -122,20 +136,40 @@ func runDemo(ctx context.Context, out, errOut io.Writer, o demoOptions) (err err
 			err = serr
 		}
 	}()
-	for _, span := range demoSpans {
-		c, err := demoFleet.start(ctx, exe, o.startTimeout, "serve", "--model", paths.Model, "--tokenizer", paths.Tokenizer,
-			"--blocks", span.String(), "--listen", "127.0.0.1:0", "--log-level", "warn", "--drain-timeout", "5s")
+	m, err := blocks.Open(paths.Model, blocks.WithTokenizer(paths.Tokenizer))
+	if err != nil {
+		return err
+	}
+	info := m.Info()
+	m.Close()
+	var bootstrap []string
+	for i, nb := range demoBlocks {
+		// M_j = m_j (s_m + s_c) for R = 1 and the whole context: CG-BP line 1
+		// gives the server nb blocks (paper 003 eq. 2 and Alg. 1).
+		memory := int64(nb) * (info.BlockBytes + info.CacheBytes(info.MaxSeqLen))
+		args := []string{"serve", "--model", paths.Model, "--tokenizer", paths.Tokenizer, "--blocks", "auto",
+			"--memory", fmt.Sprint(memory), "--target-sessions", "1", "--max-length", fmt.Sprint(info.MaxSeqLen),
+			"--join-settle", demoJoinSettle.String(), "--listen", "127.0.0.1:0", "--p2p-listen", "/ip4/127.0.0.1/tcp/0",
+			"--log-level", "warn", "--drain-timeout", "5s"}
+		if i > 0 {
+			args = append(args, "--bootstrap", strings.Join(bootstrap, ","))
+		}
+		c, err := demoFleet.start(ctx, exe, o.startTimeout, args...)
 		if err != nil {
 			return err
 		}
-		fmt.Fprintf(errOut, "swarm demo: server blocks %s pid %d %s\n", span, c.cmd.Process.Pid, c.url)
+		if i == 0 {
+			bootstrap = c.addrs
+		}
+		fmt.Fprintf(errOut, "swarm demo: server blocks %s pid %d %s\n", c.span, c.cmd.Process.Pid, c.url)
 	}
-	return demoGenerate(ctx, out, errOut, paths, demoFleet.urls(), sampler, o)
+	return demoGenerate(ctx, out, errOut, paths, bootstrap, sampler, o)
 }
 
-// demoGenerate is the client side of the demo: head only, chain by WS-RR,
-// tokens streamed to out, stats to errOut.
-func demoGenerate(ctx context.Context, out, errOut io.Writer, paths hub.Paths, urls []string, sampler *blocks.Sampler, o demoOptions) error {
+// demoGenerate is the client side of the demo: a client-only node of the
+// swarm bootstrapping from the first server, head only, chain by WS-RR among
+// the registry's SERVING servers, tokens streamed to out, stats to errOut.
+func demoGenerate(ctx context.Context, out, errOut io.Writer, paths hub.Paths, bootstrap []string, sampler *blocks.Sampler, o demoOptions) error {
 	m, err := blocks.Open(paths.Model, blocks.WithTokenizer(paths.Tokenizer))
 	if err != nil {
 		return err
@@ -154,8 +188,25 @@ func demoGenerate(ctx context.Context, out, errOut io.Writer, paths hub.Paths, u
 	if maxTokens < 1 {
 		return fmt.Errorf("%w: the prompt has %d tokens, the model's context is %d", errUsage, len(prompt), head.Info().MaxSeqLen)
 	}
+	pc := p2p.DefaultConfig()
+	pc.ListenAddrs, pc.Bootstrap = []string{"/ip4/127.0.0.1/tcp/0"}, bootstrap
+	jctx, cancel := context.WithTimeout(ctx, o.startTimeout)
+	defer cancel()
+	cn, err := node.JoinClient(jctx, pc, registry.DefaultConfig())
+	if err != nil {
+		return fmt.Errorf("demo: join the swarm: %w", err)
+	}
+	defer cn.Close()
+	cands, err := node.NewCandidates(cn.Registry, head.Info())
+	if err != nil {
+		return err
+	}
+	if err := cands.WaitCovered(jctx); err != nil {
+		return fmt.Errorf("demo: %w", err)
+	}
+	fmt.Fprintf(errOut, "swarm demo: registry lists %d SERVING servers covering all %d blocks\n", len(cands.Servers()), head.Info().NBlocks)
 	logger := slog.New(slog.NewTextHandler(errOut, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	c, err := client.New(head, urls, client.WithLogger(logger))
+	c, err := client.New(head, nil, append(cands.ClientOptions(cn.Node.Host()), client.WithLogger(logger))...)
 	if err != nil {
 		return err
 	}
@@ -216,10 +267,12 @@ type demoFleet struct {
 
 // child is one server process.
 type child struct {
-	cmd  *exec.Cmd
-	url  string
-	done chan struct{} // closed when the process has been waited for
-	err  error         // its exit status, once done
+	cmd   *exec.Cmd
+	url   string
+	span  string        // hosted blocks, from its registry line
+	addrs []string      // its libp2p addresses, from its registry line
+	done  chan struct{} // closed when the process has been waited for
+	err   error         // its exit status, once done
 }
 
 type spawnRequest struct {
@@ -240,9 +293,9 @@ func newDemoFleet(errOut io.Writer) *demoFleet {
 }
 
 // start runs `exe args...` as a child and waits until it prints the
-// `swarm serve` ready line.
+// `swarm serve` ready lines (the URL, then its registry line).
 func (f *demoFleet) start(ctx context.Context, exe string, timeout time.Duration, args ...string) (*child, error) {
-	ready := &readyWriter{line: make(chan string, 1)}
+	ready := &readyWriter{line: make(chan string, 2), n: 2}
 	var stderr bytes.Buffer
 	cmd := exec.Command(exe, args...)
 	cmd.Stdout = ready
@@ -261,29 +314,34 @@ func (f *demoFleet) start(ctx context.Context, exe string, timeout time.Duration
 	}()
 	timer := time.NewTimer(timeout)
 	defer timer.Stop()
-	select {
-	case line := <-ready.line:
-		c.url = strings.TrimSpace(strings.TrimPrefix(line, serveReadyPrefix))
-		if !strings.HasPrefix(line, serveReadyPrefix) || c.url == "" {
-			return nil, fmt.Errorf("demo: server %d printed %q, want %q followed by its URL", cmd.Process.Pid, line, serveReadyPrefix)
+	for range 2 {
+		select {
+		case line := <-ready.line:
+			if c.url == "" {
+				c.url = strings.TrimSpace(strings.TrimPrefix(line, serveReadyPrefix))
+				if !strings.HasPrefix(line, serveReadyPrefix) || c.url == "" {
+					return nil, fmt.Errorf("demo: server %d printed %q, want %q followed by its URL", cmd.Process.Pid, line, serveReadyPrefix)
+				}
+				continue
+			}
+			var reg struct {
+				Blocks string   `json:"blocks"`
+				Addrs  []string `json:"addrs"`
+			}
+			js, ok := strings.CutPrefix(line, serveRegistryPrefix)
+			if !ok || json.Unmarshal([]byte(js), &reg) != nil || reg.Blocks == "" || len(reg.Addrs) == 0 {
+				return nil, fmt.Errorf("demo: server %d printed %q, want %q and a JSON object with its blocks and addresses", cmd.Process.Pid, line, serveRegistryPrefix)
+			}
+			c.span, c.addrs = reg.Blocks, reg.Addrs
+		case <-c.done:
+			return nil, fmt.Errorf("demo: server %s exited before listening (%v): %s", strings.Join(args, " "), c.err, strings.TrimSpace(stderr.String()))
+		case <-timer.C:
+			return nil, fmt.Errorf("demo: server %d did not listen within %v", cmd.Process.Pid, timeout)
+		case <-ctx.Done():
+			return nil, fmt.Errorf("demo: interrupted while starting the servers: %w", ctx.Err())
 		}
-		return c, nil
-	case <-c.done:
-		return nil, fmt.Errorf("demo: server %s exited before listening (%v): %s", strings.Join(args, " "), c.err, strings.TrimSpace(stderr.String()))
-	case <-timer.C:
-		return nil, fmt.Errorf("demo: server %d did not listen within %v", cmd.Process.Pid, timeout)
-	case <-ctx.Done():
-		return nil, fmt.Errorf("demo: interrupted while starting the servers: %w", ctx.Err())
 	}
-}
-
-// urls returns the children's websocket URLs.
-func (f *demoFleet) urls() []string {
-	out := make([]string, len(f.children))
-	for i, c := range f.children {
-		out[i] = c.url
-	}
-	return out
+	return c, nil
 }
 
 // stop sends SIGTERM to every child, waits up to demoStopTimeout, sends
@@ -341,24 +399,32 @@ func contains(xs []int, x int) bool {
 	return false
 }
 
-// readyWriter is a child's stdout: it passes on the first line.
+// readyWriter is a child's stdout: it passes on its first n lines (the
+// first line when n is 0) on line, which must have room for them.
 type readyWriter struct {
 	mu   sync.Mutex
 	buf  []byte
-	sent bool
+	sent int
+	n    int
 	line chan string
 }
 
 func (w *readyWriter) Write(p []byte) (int, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if w.sent {
+	want := max(w.n, 1)
+	if w.sent == want {
 		return len(p), nil
 	}
 	w.buf = append(w.buf, p...)
-	if i := bytes.IndexByte(w.buf, '\n'); i >= 0 {
-		w.sent = true
+	for w.sent < want {
+		i := bytes.IndexByte(w.buf, '\n')
+		if i < 0 {
+			break
+		}
+		w.sent++
 		w.line <- string(w.buf[:i])
+		w.buf = w.buf[i+1:]
 	}
 	return len(p), nil
 }
