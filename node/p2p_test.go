@@ -172,3 +172,78 @@ func TestClient_ThroughCircuitRelay(t *testing.T) {
 	require.Greater(t, text.Len(), 100)
 	require.Equal(t, api.P2PEndpoint(hidden.reg.ID()).Inference, sess.Chain()[0].Server)
 }
+
+// TestClient_FailoverToRegistryServer kills a hop mid-session: the client
+// asks the registry again and replaces it by a server that was published
+// only after the session opened, never by one announced DOWN; the story is
+// still llama2.c's reference text.
+func TestClient_FailoverToRegistryServer(t *testing.T) {
+	cache := t.TempDir()
+	boot := joinMember(t, loopbackConfig(nil))
+	a, b, c, d := joinMember(t, loopbackConfig(boot.node)), joinMember(t, loopbackConfig(boot.node)),
+		joinMember(t, loopbackConfig(boot.node)), joinMember(t, loopbackConfig(boot.node))
+	srvA := startServer(t, span(0, 3), cache)
+	publishServing(t, a, srvA, serveWebsocket(t, srvA))
+	srvB := startServer(t, span(3, 5), cache)
+	lnB, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	killB, cancelB := context.WithCancel(context.Background())
+	servedB := make(chan error, 1)
+	go func() { servedB <- srvB.Serve(killB, lnB) }()
+	defer func() {
+		cancelB()
+		require.NoError(t, <-servedB)
+	}()
+	urlB := "ws://" + lnB.Addr().String() + api.InferencePath
+	publishServing(t, b, srvB, urlB)
+	srvC := startServer(t, span(3, 5), cache)
+	urlC := serveWebsocket(t, srvC)
+	srvD := startServer(t, span(3, 5), cache)
+	urlD := serveWebsocket(t, srvD)
+	infoD := srvD.Info().ServerInfo
+	infoD.ID, infoD.Endpoints = "", []string{urlD}
+	require.NoError(t, d.reg.Publish(infoD, swarm.StateDown))
+
+	cn := joinClient(t, boot)
+	head := loadHead(t)
+	cands, err := NewCandidates(cn.Registry, head.Info())
+	require.NoError(t, err)
+	ctx, cancel := context.WithTimeout(t.Context(), p2pTimeout)
+	defer cancel()
+	require.NoError(t, cands.WaitCovered(ctx))
+	cl, err := client.New(head, nil, cands.ClientOptions(cn.Node.Host())...)
+	require.NoError(t, err)
+
+	sess, err := cl.Open(ctx, 200)
+	require.NoError(t, err)
+	defer func() { require.NoError(t, sess.Close()) }()
+	require.Equal(t, urlB, sess.Chain()[1].Server)
+	sampler, err := blocks.NewSampler(blocks.SamplerConfig{Temperature: 0})
+	require.NoError(t, err)
+	var text strings.Builder
+	for tok, err := range sess.Generate(ctx, []int{1}, 200, sampler) {
+		require.NoError(t, err)
+		text.WriteString(tok.Text)
+		if tok.Index == 20 {
+			// C joins the registry, then B's server goes away (its
+			// sessions are told to fail over at once).
+			w := cn.Registry.Watch(ctx) // before the publication: no event missed
+			publishServing(t, c, srvC, urlC)
+			for ev := range w {
+				if ev.Entry.NodeID == c.reg.ID() && ev.Entry.Routable() {
+					break
+				}
+			}
+			cancelB()
+		}
+	}
+	require.Equal(t, referenceText(t), text.String())
+	st := sess.Stats()
+	require.Len(t, st.Replaced, 1)
+	require.Equal(t, urlB, st.Replaced[0].Server)
+	require.Equal(t, urlC, st.Hops[1].Server, "the replacement came from the registry")
+	require.Equal(t, span(3, 5), st.Hops[1].Span)
+	for _, h := range st.Hops {
+		require.NotEqual(t, urlD, h.Server, "a DOWN server is never a candidate")
+	}
+}

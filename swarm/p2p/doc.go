@@ -8,7 +8,11 @@
 //
 // Every node command (serve, generate, proxy, status) builds a Config from the
 // common flags (Config.AddFlags), then calls New. The registry (package
-// registry) and the data plane run on top of Node.Host.
+// registry) and the data plane run on top of Node.Host. Besides the node
+// rendezvous, a node can advertise itself at other DHT namespaces and look
+// them up (AdvertiseAt, FindAt: clients and ingress nodes advertise at
+// ClientRendezvous so that joining servers find them) and measure round
+// trip times with the libp2p ping protocol (Ping).
 //
 // The design follows OpenTela's node network (paper 000, Sec. 3.2: "A new node
 // joins the network by contacting one or more bootstrap peers. If all
