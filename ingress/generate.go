@@ -102,11 +102,7 @@ func (s *Session) open(ctx context.Context, fresh bool) error {
 		s.g.log.Debug("routed", "model", s.m.Name, "route", plan.String(), "cost", plan.Route.Cost)
 		return nil
 	}
-	urls := make([]string, len(plan.Blocks))
-	for i, c := range plan.Blocks {
-		urls[i] = c.Endpoint
-	}
-	c, err := client.New(s.m.Head, urls, s.g.cfg.ClientOptions...)
+	c, err := s.g.cfg.Source.Client(s.m.Head, s.req.Providers, plan.Blocks, s.g.cfg.ClientOptions...)
 	if err != nil {
 		return fmt.Errorf("%w: %w", ErrUpstream, err)
 	}

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -59,6 +60,28 @@ type Source interface {
 	// model whose head is given, each with its advertised state and
 	// measured RTT, unusable ones included with Err set.
 	Candidates(ctx context.Context, head blocks.Head) []Candidate
+	// Client returns a client that opens sessions over the allowed block
+	// servers: those given (usable, allowed, chosen by Candidates), and for
+	// a source that tracks membership (the registry) also servers of the
+	// allowed providers (nil allow: any) that join later, for failover.
+	Client(head blocks.Head, allow []string, servers []Candidate, opts ...client.Option) (*client.Client, error)
+}
+
+// FromClient converts the client package's view of block servers.
+func FromClient(cands []client.Candidate) []Candidate {
+	out := make([]Candidate, len(cands))
+	for i, cc := range cands {
+		out[i] = Candidate{Endpoint: cc.Endpoint.Inference, Info: cc.Info.ServerInfo, State: cc.Info.State,
+			MaxLength: cc.Info.MaxLength, RTT: cc.RTT, Err: cc.Err}
+	}
+	return out
+}
+
+// ProbeReplica reads a replica's GET /v1/info (twice; the faster round trip
+// is its RTT) and checks that it is a full-range replica of the model with
+// this protocol version (Err says why not).
+func ProbeReplica(ctx context.Context, hc *http.Client, base string, model swarm.ModelInfo) Candidate {
+	return probeReplica(ctx, hc, client.DefaultInfoTimeout, strings.TrimSuffix(base, "/"), model)
 }
 
 // ReplicaInfo is the JSON document a full-range replica answers at GET
@@ -185,18 +208,16 @@ func blockCandidates(ctx context.Context, head blocks.Head, addrs []string, opts
 		}
 		return out
 	}
-	var out []Candidate
-	for _, cc := range c.Candidates(ctx) {
-		out = append(out, Candidate{
-			Endpoint:  cc.Endpoint.Inference,
-			Info:      cc.Info.ServerInfo,
-			State:     cc.Info.State,
-			MaxLength: cc.Info.MaxLength,
-			RTT:       cc.RTT,
-			Err:       cc.Err,
-		})
+	return FromClient(c.Candidates(ctx))
+}
+
+// Client returns a client over the given block servers.
+func (s *Static) Client(head blocks.Head, _ []string, servers []Candidate, opts ...client.Option) (*client.Client, error) {
+	urls := make([]string, len(servers))
+	for i, c := range servers {
+		urls[i] = c.Endpoint
 	}
-	return out
+	return client.New(head, urls, append(slices.Clone(s.opts), opts...)...)
 }
 
 // probeReplica reads a replica's /v1/info twice and keeps the faster round

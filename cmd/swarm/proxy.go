@@ -19,7 +19,10 @@ import (
 	"github.com/swarmllm/swarm/ingress"
 	"github.com/swarmllm/swarm/ingress/openai"
 	"github.com/swarmllm/swarm/ingress/petals"
+	"github.com/swarmllm/swarm/node"
+	"github.com/swarmllm/swarm/registry"
 	"github.com/swarmllm/swarm/swarm"
+	"github.com/swarmllm/swarm/swarm/p2p"
 )
 
 // proxyReadyPrefix starts the line proxy prints on stdout once it listens;
@@ -60,8 +63,10 @@ role markers (one empty user message is the empty prompt).
 
 Servers are given with --servers and --replicas, each optionally prefixed
 with PROVIDER= to assign a provider ("acme=ws://10.0.0.5:7001"); otherwise
-the provider a server advertises counts. --bootstrap (the registry) is not
-wired yet.
+the provider a server advertises counts. With --bootstrap the proxy instead
+joins the swarm as a client-only node and reads its registry replica: the
+model's SERVING block servers and full-range replicas, with the providers
+they published.
 
 Once listening it prints one line on stdout:
   swarm proxy: listening on http://HOST:PORT
@@ -81,7 +86,6 @@ type proxyOptions struct {
 	listen     string
 	servers    []string
 	replicas   []string
-	bootstrap  []string
 	apiKeys    string
 	refresh    time.Duration
 	maxRetries int
@@ -90,10 +94,16 @@ type proxyOptions struct {
 	stepTimeout  time.Duration
 	allocTimeout time.Duration
 	wireDType    string
+
+	// --bootstrap and the other node flags; the registry's timing.
+	p2p  p2p.Config
+	reg  registry.Config
+	wait time.Duration
 }
 
 func newProxyCmd() *cobra.Command {
-	o := proxyOptions{listen: "127.0.0.1:8000"}
+	o := proxyOptions{listen: "127.0.0.1:8000", p2p: p2p.DefaultConfig(), reg: registry.DefaultConfig(), wait: 30 * time.Second}
+	o.p2p.DHTMode = p2p.DHTModeClient
 	cmd := &cobra.Command{
 		Use:   "proxy --model PATH [--model PATH ...] --listen HOST:PORT (--servers URL,... | --replicas URL,... | --bootstrap MULTIADDR ...)",
 		Short: "Serve the OpenAI-compatible and PETALS websocket APIs over the swarm",
@@ -110,7 +120,9 @@ func newProxyCmd() *cobra.Command {
 	f.StringVar(&o.listen, "listen", o.listen, "TCP address of the HTTP API, HOST:PORT; port 0 lets the OS choose (the URL is printed)")
 	f.StringSliceVar(&o.servers, "servers", nil, "comma-separated block servers, [PROVIDER=]ws://HOST:PORT or [PROVIDER=]HOST:PORT")
 	f.StringSliceVar(&o.replicas, "replicas", nil, "comma-separated full-range replicas, [PROVIDER=]http://HOST:PORT as `swarm serve --full-range` prints")
-	f.StringSliceVar(&o.bootstrap, "bootstrap", nil, "multiaddr of a swarm node to discover servers through the registry (not wired yet; repeatable)")
+	o.p2p.AddFlags(f)
+	o.reg.AddFlags(f)
+	f.DurationVar(&o.wait, "wait", o.wait, "with --bootstrap: how long to wait for a bootstrap peer at start")
 	f.StringVar(&o.apiKeys, "api-keys", "", "file of accepted API keys, one per line with an optional name after it; requests then need \"Authorization: Bearer KEY\" (none needed without this flag)")
 	f.DurationVar(&o.refresh, "refresh", ingress.DefaultRefresh, "how long the servers' probed state (/v1/info) is reused for routing before it is probed again")
 	f.IntVar(&o.maxRetries, "max-retries", ingress.DefaultMaxRetries, "how many times a request whose route failed is routed again and resumed")
@@ -180,18 +192,17 @@ func newProxyHandler(gw *ingress.Gateway) (http.Handler, error) {
 	return mux, nil
 }
 
-// newGateway builds the gateway of the proxy flags.
-func newGateway(o proxyOptions, logger *slog.Logger) (*ingress.Gateway, error) {
+// newGateway builds the gateway of the proxy flags; source is the registry
+// source with --bootstrap (nil otherwise).
+func newGateway(o proxyOptions, logger *slog.Logger, source ingress.Source) (*ingress.Gateway, error) {
 	switch {
 	case len(o.models) == 0:
 		return nil, fmt.Errorf("%w: --model is required", errUsage)
 	case len(o.tokenizers) > len(o.models):
 		return nil, fmt.Errorf("%w: %d --tokenizer flags for %d --model flags", errUsage, len(o.tokenizers), len(o.models))
-	case len(o.bootstrap) > 0 && len(o.servers)+len(o.replicas) > 0:
+	case len(o.p2p.Bootstrap) > 0 && len(o.servers)+len(o.replicas) > 0:
 		return nil, fmt.Errorf("%w: give --bootstrap or --servers/--replicas, not both", errUsage)
-	case len(o.bootstrap) > 0:
-		return nil, fmt.Errorf("proxy --bootstrap: %w", errNotImplemented)
-	case len(o.servers)+len(o.replicas) == 0:
+	case len(o.p2p.Bootstrap) == 0 && len(o.servers)+len(o.replicas) == 0:
 		return nil, fmt.Errorf("%w: give the servers: --servers and/or --replicas (or --bootstrap)", errUsage)
 	}
 	dtype, err := swarm.ParseDType(o.wireDType)
@@ -202,8 +213,12 @@ func newGateway(o proxyOptions, logger *slog.Logger) (*ingress.Gateway, error) {
 	cfg.Refresh, cfg.MaxRetries, cfg.Logger = o.refresh, o.maxRetries, logger
 	cfg.ClientOptions = []client.Option{client.WithStepTimeout(o.stepTimeout), client.WithAllocTimeout(o.allocTimeout),
 		client.WithWireDType(dtype), client.WithLogger(logger)}
-	if cfg.Source, err = ingress.NewStatic(o.servers, o.replicas, cfg.ClientOptions...); err != nil {
-		return nil, fmt.Errorf("%w: %w", errUsage, err)
+	if len(o.p2p.Bootstrap) == 0 {
+		if cfg.Source, err = ingress.NewStatic(o.servers, o.replicas); err != nil {
+			return nil, fmt.Errorf("%w: %w", errUsage, err)
+		}
+	} else {
+		cfg.Source = source
 	}
 	if o.apiKeys != "" {
 		if cfg.Keys, err = ingress.LoadKeys(o.apiKeys); err != nil {
@@ -244,7 +259,28 @@ func runProxy(ctx context.Context, out, errOut io.Writer, o proxyOptions) error 
 		return fmt.Errorf("%w: --listen %q: want HOST:PORT (e.g. 127.0.0.1:8000): %w", errUsage, o.listen, err)
 	}
 	logger := slog.New(slog.NewTextHandler(errOut, &slog.HandlerOptions{Level: level}))
-	gw, err := newGateway(o, logger)
+	var source ingress.Source
+	if len(o.p2p.Bootstrap) > 0 {
+		if err := o.p2p.Validate(); err != nil {
+			return fmt.Errorf("%w: %w", errUsage, err)
+		}
+		if err := o.reg.Validate(); err != nil {
+			return fmt.Errorf("%w: %w", errUsage, err)
+		}
+		if o.wait <= 0 {
+			return fmt.Errorf("%w: --wait %v, want > 0", errUsage, o.wait)
+		}
+		wctx, cancel := context.WithTimeout(ctx, o.wait)
+		cn, err := node.JoinClient(wctx, o.p2p, o.reg)
+		cancel()
+		if err != nil {
+			return fmt.Errorf("proxy: %w (--wait %v)", err, o.wait)
+		}
+		defer cn.Close()
+		source = &registrySource{cn: cn, http: &http.Client{}}
+		logger.Info("joined the swarm as a client-only node", "id", cn.Node.ID().String())
+	}
+	gw, err := newGateway(o, logger, source)
 	if err != nil {
 		return err
 	}

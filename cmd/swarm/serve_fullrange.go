@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -113,16 +114,28 @@ func runServeFullRange(ctx context.Context, out, errOut io.Writer, cfg server.Co
 	}
 	defer srv.Close()
 	url := "http://" + ln.Addr().String()
-	if joinSwarm {
-		stop, err := publishReplica(ctx, logger, o, srv, url)
-		if err != nil {
-			return err
-		}
-		defer stop()
-	}
 	info := srv.Info()
 	logger.Info("full-range replica serving", "model", info.Model, "blocks", info.Span.String(), "url", url, "backend", c.BackendURL, "provider", c.Provider)
-	if _, err := fmt.Fprintln(out, serveReadyPrefix+url); err != nil {
+	if !joinSwarm {
+		if _, err := fmt.Fprintln(out, serveReadyPrefix+url); err != nil {
+			return err
+		}
+		return srv.Serve(ctx, ln)
+	}
+	id, addrs, stop, err := publishReplica(ctx, logger, o, srv, url)
+	if err != nil {
+		return err
+	}
+	defer stop()
+	line, err := json.Marshal(struct {
+		ID     string   `json:"id"`
+		Blocks string   `json:"blocks"`
+		Addrs  []string `json:"addrs"`
+	}{id, info.Span.String(), addrs})
+	if err != nil {
+		return err
+	}
+	if _, err := fmt.Fprintf(out, "%s%s\n%s%s\n", serveReadyPrefix, url, serveRegistryPrefix, line); err != nil {
 		return err
 	}
 	return srv.Serve(ctx, ln)
@@ -130,25 +143,25 @@ func runServeFullRange(ctx context.Context, out, errOut io.Writer, cfg server.Co
 
 // publishReplica joins the swarm and keeps the replica's registry entry
 // current: SERVING, DOWN while the engine is unhealthy; LEFT when stop is
-// called.
-func publishReplica(ctx context.Context, logger *slog.Logger, o serveOptions, srv *fullrange.Server, url string) (func(), error) {
+// called. It returns the node's peer id and multiaddrs.
+func publishReplica(ctx context.Context, logger *slog.Logger, o serveOptions, srv *fullrange.Server, url string) (string, []string, func(), error) {
 	if err := o.p2p.Validate(); err != nil {
-		return nil, fmt.Errorf("%w: %w", errUsage, err)
+		return "", nil, nil, fmt.Errorf("%w: %w", errUsage, err)
 	}
 	if err := o.reg.Validate(); err != nil {
-		return nil, fmt.Errorf("%w: %w", errUsage, err)
+		return "", nil, nil, fmt.Errorf("%w: %w", errUsage, err)
 	}
 	n, err := p2p.New(o.p2p, p2p.WithLogger(logger))
 	if err != nil {
 		if errors.Is(err, p2p.ErrBadConfig) || errors.Is(err, p2p.ErrBadIdentity) || errors.Is(err, p2p.ErrBadSwarmKey) {
-			return nil, fmt.Errorf("%w: %w", errUsage, err)
+			return "", nil, nil, fmt.Errorf("%w: %w", errUsage, err)
 		}
-		return nil, err
+		return "", nil, nil, err
 	}
 	reg, err := registry.Join(n, o.reg, registry.WithLogger(logger))
 	if err != nil {
 		n.Close()
-		return nil, err
+		return "", nil, nil, err
 	}
 	publish := func() error {
 		info := srv.Info()
@@ -163,7 +176,7 @@ func publishReplica(ctx context.Context, logger *slog.Logger, o serveOptions, sr
 	if err := publish(); err != nil {
 		reg.Close()
 		n.Close()
-		return nil, err
+		return "", nil, nil, err
 	}
 	logger.Info("published in the registry", "id", reg.ID(), "addrs", fmt.Sprint(n.Addrs()))
 	ctx, cancel := context.WithCancel(ctx)
@@ -181,7 +194,11 @@ func publishReplica(ctx context.Context, logger *slog.Logger, o serveOptions, sr
 			}
 		}
 	}()
-	return func() {
+	var addrs []string
+	for _, a := range n.Addrs() {
+		addrs = append(addrs, a.String())
+	}
+	return n.ID().String(), addrs, func() {
 		cancel()
 		<-done
 		lctx, lcancel := context.WithTimeout(context.Background(), 5*time.Second)
