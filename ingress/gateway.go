@@ -123,13 +123,21 @@ type Gateway struct {
 	mu sync.Mutex
 	// cacheLocked holds each model's last probe; guarded by mu.
 	cacheLocked map[string]*probe
+
+	// ctx ends background refreshes at Close; wg tracks them.
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
 }
 
 // probe is one model's candidates as probed at a time.
 type probe struct {
-	mu    sync.Mutex // serializes probing of one model
-	at    time.Time
-	cands []Candidate
+	mu sync.Mutex
+	// Guarded by mu: the last probe and its time, and whether a refresh
+	// runs in the background.
+	atLocked         time.Time
+	candsLocked      []Candidate
+	refreshingLocked bool
 }
 
 // New validates cfg and returns a Gateway. Errors wrap ErrBadOption.
@@ -151,7 +159,15 @@ func New(cfg Config) (*Gateway, error) {
 		g.reg = prometheus.NewRegistry()
 	}
 	g.metrics = newMetrics(g.reg)
+	g.ctx, g.cancel = context.WithCancel(context.Background())
 	return g, nil
+}
+
+// Close stops background probes and waits for them. Sessions stay usable.
+func (g *Gateway) Close() error {
+	g.cancel()
+	g.wg.Wait()
+	return nil
 }
 
 // Models returns the served models, in the order configured.
@@ -200,8 +216,10 @@ func (g *Gateway) MetricsHandler() http.Handler {
 // RecordError counts an error a front end answered, by API and code.
 func (g *Gateway) RecordError(api, code string) { g.metrics.errors.WithLabelValues(api, code).Inc() }
 
-// Candidates returns the model's candidates, probed at most Refresh ago
-// (fresh forces a new probe).
+// Candidates returns the model's candidates as last probed. A probe older
+// than Refresh is returned as is while one background probe refreshes it
+// (so that concurrent requests never queue behind a probe); the first call
+// and fresh (a retry after a failure) probe synchronously.
 func (g *Gateway) Candidates(ctx context.Context, m Model, fresh bool) []Candidate {
 	g.mu.Lock()
 	p := g.cacheLocked[m.Name]
@@ -211,12 +229,29 @@ func (g *Gateway) Candidates(ctx context.Context, m Model, fresh bool) []Candida
 	}
 	g.mu.Unlock()
 	p.mu.Lock()
-	defer p.mu.Unlock()
-	if fresh || p.cands == nil || g.cfg.Now().Sub(p.at) > g.cfg.Refresh {
-		p.cands = g.cfg.Source.Candidates(ctx, m.Head)
-		p.at = g.cfg.Now()
+	if !fresh && p.candsLocked != nil {
+		cands := slices.Clone(p.candsLocked)
+		if g.cfg.Now().Sub(p.atLocked) > g.cfg.Refresh && !p.refreshingLocked {
+			p.refreshingLocked = true
+			g.wg.Go(func() {
+				c := g.cfg.Source.Candidates(g.ctx, m.Head)
+				p.mu.Lock()
+				defer p.mu.Unlock()
+				p.refreshingLocked = false
+				if g.ctx.Err() == nil {
+					p.candsLocked, p.atLocked = c, g.cfg.Now()
+				}
+			})
+		}
+		p.mu.Unlock()
+		return cands
 	}
-	return slices.Clone(p.cands)
+	p.mu.Unlock()
+	c := g.cfg.Source.Candidates(ctx, m.Head)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.candsLocked, p.atLocked = c, g.cfg.Now()
+	return slices.Clone(c)
 }
 
 // SessionRequest opens a Session.

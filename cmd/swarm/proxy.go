@@ -284,6 +284,7 @@ func runProxy(ctx context.Context, out, errOut io.Writer, o proxyOptions) error 
 	if err != nil {
 		return err
 	}
+	defer gw.Close()
 	h, err := newProxyHandler(gw)
 	if err != nil {
 		return err

@@ -135,6 +135,7 @@ func runProxyBench(ctx context.Context, out io.Writer, o benchOptions) error {
 		if err != nil {
 			return err
 		}
+		defer gw.Close()
 		h, err := newProxyHandler(gw)
 		if err != nil {
 			return err

@@ -115,5 +115,6 @@ func Gateway(tb testing.TB, servers, replicas []string, configure func(*ingress.
 	}
 	g, err := ingress.New(cfg)
 	require.NoError(tb, err)
+	tb.Cleanup(func() { g.Close() })
 	return g
 }
