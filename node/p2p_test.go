@@ -4,6 +4,7 @@ import (
 	"context"
 	"net"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -190,10 +191,13 @@ func TestClient_FailoverToRegistryServer(t *testing.T) {
 	killB, cancelB := context.WithCancel(context.Background())
 	servedB := make(chan error, 1)
 	go func() { servedB <- srvB.Serve(killB, lnB) }()
-	defer func() {
+	// stopB shuts B down and returns once its sessions were told to fail
+	// over and its connections closed.
+	stopB := sync.OnceValue(func() error {
 		cancelB()
-		require.NoError(t, <-servedB)
-	}()
+		return <-servedB
+	})
+	defer func() { require.NoError(t, stopB()) }()
 	urlB := "ws://" + lnB.Addr().String() + api.InferencePath
 	publishServing(t, b, srvB, urlB)
 	srvC := startServer(t, span(3, 5), cache)
@@ -234,7 +238,7 @@ func TestClient_FailoverToRegistryServer(t *testing.T) {
 					break
 				}
 			}
-			cancelB()
+			require.NoError(t, stopB())
 		}
 	}
 	require.Equal(t, referenceText(t), text.String())

@@ -102,12 +102,13 @@ func storiesPath(t *testing.T) (model, tokenizer string) {
 }
 
 // startServer loads a span of stories260K (no websocket yet) and closes it
-// at the end of the test.
+// at the end of the test. On shutdown it tells open sessions to fail over
+// at once (no drain).
 func startServer(t *testing.T, s swarm.Span, cacheDir string) *server.Server {
 	t.Helper()
 	model, _ := storiesPath(t)
 	cfg := server.DefaultConfig()
-	cfg.Model, cfg.Blocks, cfg.Listen, cfg.MeasureCacheDir, cfg.DrainTimeout = model, s, "", cacheDir, time.Second
+	cfg.Model, cfg.Blocks, cfg.Listen, cfg.MeasureCacheDir, cfg.DrainTimeout = model, s, "", cacheDir, 0
 	srv, err := server.New(t.Context(), cfg, nil)
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, srv.Close()) })
