@@ -1,7 +1,11 @@
 package api_test
 
 import (
+	"bytes"
 	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
 	"net"
 	"sync"
 	"testing"
@@ -110,3 +114,49 @@ func TestStreamConnLimit(t *testing.T) {
 	require.ErrorIs(t, err, wire.ErrTooLarge)
 	require.ErrorContains(t, err, "payload of 101 bytes exceeds the limit of 100")
 }
+
+// TestStreamConnTruncated checks that a stream ending or breaking inside a
+// frame is the end of the connection (ErrClosed), as a libp2p stream reset
+// is, while a complete but malformed frame stays ErrBadFrame.
+func TestStreamConnTruncated(t *testing.T) {
+	frame, err := wire.AppendFrame(nil, &wire.Close{SessionID: "s"})
+	require.NoError(t, err)
+	reset := errors.New("stream reset")
+	tests := []struct {
+		name     string
+		in       []byte
+		tail     error // what the stream returns after in
+		closed   bool
+		badFrame bool
+	}{
+		{"ends inside the header", frame[:5], io.EOF, true, false},
+		{"ends inside the payload", frame[:len(frame)-1], io.EOF, true, false},
+		{"reset inside the payload", frame[:len(frame)-1], reset, true, false},
+		// yamux's reset error wraps io.ErrUnexpectedEOF, which the codec
+		// reads as a truncated frame.
+		{"yamux reset inside the header", frame[:5], fmt.Errorf("stream reset: %w", io.ErrUnexpectedEOF), true, false},
+		{"bad magic", append([]byte("XXXX"), frame[4:]...), io.EOF, false, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := io.MultiReader(bytes.NewReader(tt.in), errReader{tt.tail})
+			fc := api.NewStream(readOnly{r}, 0, "peer")
+			_, err := fc.ReadFrame()
+			require.Equal(t, tt.closed, errors.Is(err, api.ErrClosed), "%v", err)
+			require.Equal(t, tt.badFrame, errors.Is(err, wire.ErrBadFrame), "%v", err)
+			if tt.tail == reset {
+				require.ErrorIs(t, err, reset)
+			}
+		})
+	}
+}
+
+type errReader struct{ err error }
+
+func (r errReader) Read([]byte) (int, error) { return 0, r.err }
+
+// readOnly is an io.ReadWriteCloser that only reads.
+type readOnly struct{ io.Reader }
+
+func (readOnly) Write(p []byte) (int, error) { return len(p), nil }
+func (readOnly) Close() error                { return nil }

@@ -14,6 +14,7 @@ import (
 // back, each a 12-byte header and its payload (wire.Encode/Decode).
 type streamConn struct {
 	rwc        io.ReadWriteCloser
+	src        *readRecorder // rwc's reads, with their last error
 	r          *bufio.Reader
 	maxPayload int
 	remote     string
@@ -32,16 +33,36 @@ func NewStream(rwc io.ReadWriteCloser, maxPayload int, remote string) FrameConn 
 	if maxPayload <= 0 {
 		maxPayload = wire.DefaultMaxPayload
 	}
-	return &streamConn{rwc: rwc, r: bufio.NewReader(rwc), maxPayload: maxPayload, remote: remote}
+	src := &readRecorder{r: rwc}
+	return &streamConn{rwc: rwc, src: src, r: bufio.NewReader(src), maxPayload: maxPayload, remote: remote}
+}
+
+// readRecorder passes reads through and keeps the last error.
+type readRecorder struct {
+	r   io.Reader
+	err error // read by ReadFrame's goroutine only, like r
+}
+
+func (rr *readRecorder) Read(p []byte) (int, error) {
+	n, err := rr.r.Read(p)
+	if err != nil {
+		rr.err = err
+	}
+	return n, err
 }
 
 // ReadFrame implements FrameConn. After a malformed frame the stream
-// position is unknown: close the connection.
+// position is unknown: close the connection. A stream that ends or breaks
+// (e.g. a libp2p stream reset) inside a frame is the end of the
+// connection, ErrClosed, not a malformed frame: the peer never sent a bad
+// frame, the transport lost the rest of a good one.
 func (c *streamConn) ReadFrame() (wire.Frame, error) {
 	f, err := wire.Decode(c.r, c.maxPayload)
 	switch {
 	case err == nil:
 		return f, nil
+	case errors.Is(err, wire.ErrBadFrame) && errors.Is(err, io.ErrUnexpectedEOF) && c.src.err != nil:
+		return nil, fmt.Errorf("%w: the stream ended inside a frame: %w", ErrClosed, c.src.err)
 	case errors.Is(err, wire.ErrBadFrame) || errors.Is(err, wire.ErrVersion):
 		return nil, err
 	}
