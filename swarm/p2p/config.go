@@ -3,6 +3,7 @@ package p2p
 import (
 	"fmt"
 	"strings"
+	"time"
 
 	dht "github.com/libp2p/go-libp2p-kad-dht"
 	"github.com/libp2p/go-libp2p/core/peer"
@@ -58,6 +59,15 @@ type Config struct {
 	// (--relay-service); enable it on publicly reachable nodes only (the
 	// node then considers itself publicly reachable).
 	RelayService bool
+	// RelayMaxBytes and RelayMaxDuration bound each connection this node
+	// relays (--relay-max-bytes, in bytes each way, and
+	// --relay-max-duration); the relay resets it beyond them. libp2p's
+	// defaults, 128 KiB and 2 minutes, suit signalling (hole punching)
+	// but only short sessions of small models over /swarm/inference/1: a
+	// token of a model with d_model 4096 is 16 KiB of fp32 hidden states
+	// each way. Both must be > 0.
+	RelayMaxBytes    int64
+	RelayMaxDuration time.Duration
 	// NATPortMap asks the home router for a port mapping with UPnP or NAT-PMP
 	// (--nat-portmap).
 	NATPortMap bool
@@ -67,8 +77,15 @@ type Config struct {
 // ephemeral identity, no bootstrap peers, no swarm key, DHT server mode,
 // no relay service, no NAT port mapping.
 func DefaultConfig() Config {
-	return Config{DHTMode: DHTModeServer}
+	return Config{DHTMode: DHTModeServer, RelayMaxBytes: DefaultRelayMaxBytes, RelayMaxDuration: DefaultRelayMaxDuration}
 }
+
+// Defaults of the relay limits: libp2p's circuit relay v2 defaults
+// (relay.DefaultLimit).
+const (
+	DefaultRelayMaxBytes    = 1 << 17
+	DefaultRelayMaxDuration = 2 * time.Minute
+)
 
 // AddFlags registers the node flags on fs (e.g. cmd.Flags() of a cobra
 // command), with c's current values as defaults, binding them to c's fields.
@@ -91,6 +108,11 @@ func (c *Config) AddFlags(fs *pflag.FlagSet) {
 			"clients and nodes that cannot be dialled) or auto (server until AutoNAT finds the node behind a NAT)")
 	fs.BoolVar(&c.RelayService, "relay-service", c.RelayService,
 		"act as a circuit relay for peers behind NAT (enable on publicly reachable nodes only)")
+	fs.Int64Var(&c.RelayMaxBytes, "relay-max-bytes", c.RelayMaxBytes,
+		"with --relay-service: bytes relayed each way per connection before the relay resets it (sessions over\n"+
+			"a relayed /swarm/inference/1 stream carry 2 x d_model x 4 bytes per token with f32 hidden states)")
+	fs.DurationVar(&c.RelayMaxDuration, "relay-max-duration", c.RelayMaxDuration,
+		"with --relay-service: how long a relayed connection may last before the relay resets it")
 	fs.BoolVar(&c.NATPortMap, "nat-portmap", c.NATPortMap,
 		"ask the local router for a port mapping (UPnP / NAT-PMP)")
 }
@@ -106,6 +128,10 @@ func (c Config) Validate() error {
 	}
 	if _, err := c.dhtMode(); err != nil {
 		return err
+	}
+	if c.RelayService && (c.RelayMaxBytes <= 0 || c.RelayMaxDuration <= 0) {
+		return fmt.Errorf("%w: --relay-max-bytes %d and --relay-max-duration %v, want both > 0",
+			ErrBadConfig, c.RelayMaxBytes, c.RelayMaxDuration)
 	}
 	return nil
 }

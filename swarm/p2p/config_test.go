@@ -2,6 +2,7 @@ package p2p
 
 import (
 	"testing"
+	"time"
 
 	"github.com/spf13/pflag"
 	"github.com/stretchr/testify/require"
@@ -38,6 +39,12 @@ func TestConfigValidate(t *testing.T) {
 		{name: "bootstrap garbage", mod: func(c *Config) { c.Bootstrap = []string{"localhost:4001"} }, wantErr: "not a multiaddr"},
 		{name: "bad dht mode", mod: func(c *Config) { c.DHTMode = "fast" }, wantErr: "--dht-mode"},
 		{name: "empty dht mode", mod: func(c *Config) { c.DHTMode = "" }, wantErr: "--dht-mode"},
+		{name: "relay with larger limits", mod: func(c *Config) {
+			c.RelayService, c.RelayMaxBytes, c.RelayMaxDuration = true, 64<<20, time.Hour
+		}},
+		{name: "relay without byte limit", mod: func(c *Config) { c.RelayService, c.RelayMaxBytes = true, 0 }, wantErr: "--relay-max-bytes 0"},
+		{name: "relay without time limit", mod: func(c *Config) { c.RelayService, c.RelayMaxDuration = true, 0 }, wantErr: "--relay-max-duration 0s"},
+		{name: "limits ignored without relay", mod: func(c *Config) { c.RelayMaxBytes = 0 }},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -72,7 +79,7 @@ func TestConfigAddFlags(t *testing.T) {
 	c := DefaultConfig()
 	fs := pflag.NewFlagSet("test", pflag.ContinueOnError)
 	c.AddFlags(fs)
-	for _, name := range []string{"p2p-listen", "identity", "bootstrap", "swarm-key", "dht-mode", "relay-service", "nat-portmap"} {
+	for _, name := range []string{"p2p-listen", "identity", "bootstrap", "swarm-key", "dht-mode", "relay-service", "relay-max-bytes", "relay-max-duration", "nat-portmap"} {
 		f := fs.Lookup(name)
 		require.NotNil(t, f, name)
 		require.NotEmpty(t, f.Usage, name)
@@ -81,15 +88,18 @@ func TestConfigAddFlags(t *testing.T) {
 		"--p2p-listen", "/ip4/127.0.0.1/tcp/1", "--p2p-listen", "/ip4/127.0.0.1/udp/1/quic-v1",
 		"--bootstrap", "/ip4/127.0.0.1/tcp/4001/p2p/" + testPeer,
 		"--identity", "id.key", "--swarm-key", "s.key", "--dht-mode", "client", "--relay-service", "--nat-portmap",
+		"--relay-max-bytes", "1048576", "--relay-max-duration", "10m",
 	}))
 	require.Equal(t, Config{
-		ListenAddrs:  []string{"/ip4/127.0.0.1/tcp/1", "/ip4/127.0.0.1/udp/1/quic-v1"},
-		IdentityFile: "id.key",
-		Bootstrap:    []string{"/ip4/127.0.0.1/tcp/4001/p2p/" + testPeer},
-		SwarmKeyFile: "s.key",
-		DHTMode:      DHTModeClient,
-		RelayService: true,
-		NATPortMap:   true,
+		ListenAddrs:      []string{"/ip4/127.0.0.1/tcp/1", "/ip4/127.0.0.1/udp/1/quic-v1"},
+		IdentityFile:     "id.key",
+		Bootstrap:        []string{"/ip4/127.0.0.1/tcp/4001/p2p/" + testPeer},
+		SwarmKeyFile:     "s.key",
+		DHTMode:          DHTModeClient,
+		RelayService:     true,
+		RelayMaxBytes:    1 << 20,
+		RelayMaxDuration: 10 * time.Minute,
+		NATPortMap:       true,
 	}, c)
 }
 

@@ -20,6 +20,7 @@ import (
 	drouting "github.com/libp2p/go-libp2p/p2p/discovery/routing"
 	"github.com/libp2p/go-libp2p/p2p/host/autorelay"
 	"github.com/libp2p/go-libp2p/p2p/host/eventbus"
+	"github.com/libp2p/go-libp2p/p2p/protocol/circuitv2/relay"
 	"github.com/libp2p/go-libp2p/p2p/security/noise"
 	libp2ptls "github.com/libp2p/go-libp2p/p2p/security/tls"
 	libp2pquic "github.com/libp2p/go-libp2p/p2p/transport/quic"
@@ -138,7 +139,9 @@ func New(cfg Config, opts ...Option) (*Node, error) {
 	if cfg.RelayService {
 		// The operator vouches that the node is publicly reachable; libp2p
 		// would otherwise start the relay only once AutoNAT agrees.
-		lopts = append(lopts, libp2p.EnableRelayService(), libp2p.ForceReachabilityPublic())
+		res := relay.DefaultResources()
+		res.Limit = &relay.RelayLimit{Duration: cfg.RelayMaxDuration, Data: cfg.RelayMaxBytes}
+		lopts = append(lopts, libp2p.EnableRelayService(relay.WithResources(res)), libp2p.ForceReachabilityPublic())
 	}
 	if cfg.NATPortMap {
 		lopts = append(lopts, libp2p.NATPortMap())
