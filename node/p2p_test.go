@@ -119,59 +119,88 @@ func TestClient_RegistryCandidates(t *testing.T) {
 // that cannot be dialled (no listen address, behind a "NAT"): it holds a
 // reservation on a relay, advertises its circuit address in the registry,
 // and the client's /swarm/inference/1 stream runs over the relayed
-// (limited) connection. (libp2p advertises circuit addresses only for
-// relays with public addresses, so on loopback the test forms it.)
+// (limited) connection. The 200 tokens of llama2.c's reference story are
+// about 70 KB of frames each way for stories260K (d_model 64), within the
+// relay's default limit of 128 KiB (--relay-max-bytes); with a 16 KiB limit
+// the relay resets the connection mid-session and, the hidden server being
+// the only one, the session fails. (libp2p advertises circuit addresses
+// only for relays with public addresses, so on loopback the test forms it.)
 func TestClient_ThroughCircuitRelay(t *testing.T) {
-	relayCfg := loopbackConfig(nil)
-	relayCfg.RelayService = true
-	relay := joinMember(t, relayCfg)
-	hidden := joinMember(t, loopbackConfig(relay.node), p2p.WithLibp2pOptions(libp2p.ForceReachabilityPrivate(), libp2p.NoListenAddrs))
-	require.Empty(t, hidden.node.Host().Addrs(), "the hidden node listens nowhere")
-	srv := startServer(t, span(0, 5), t.TempDir())
-	t.Cleanup(ServeStreams(hidden.node.Host(), srv, 0))
-	circuit := relay.addrs()[0] + "/p2p-circuit/p2p/" + hidden.reg.ID()
-	publishServing(t, hidden, srv, circuit)
+	for _, tt := range []struct {
+		name     string
+		maxBytes int64
+		fits     bool
+	}{
+		{"default limit", p2p.DefaultRelayMaxBytes, true},
+		{"16 KiB limit", 16 << 10, false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			relayCfg := loopbackConfig(nil)
+			relayCfg.RelayService, relayCfg.RelayMaxBytes = true, tt.maxBytes
+			relay := joinMember(t, relayCfg)
+			hidden := joinMember(t, loopbackConfig(relay.node), p2p.WithLibp2pOptions(libp2p.ForceReachabilityPrivate(), libp2p.NoListenAddrs))
+			require.Empty(t, hidden.node.Host().Addrs(), "the hidden node listens nowhere")
+			srv := startServer(t, span(0, 5), t.TempDir())
+			t.Cleanup(ServeStreams(hidden.node.Host(), srv, 0))
+			circuit := relay.addrs()[0] + "/p2p-circuit/p2p/" + hidden.reg.ID()
+			publishServing(t, hidden, srv, circuit)
 
-	cn := joinClient(t, relay)
-	head := loadHead(t)
-	cands, err := NewCandidates(cn.Registry, head.Info())
-	require.NoError(t, err)
-	ctx, cancel := context.WithTimeout(t.Context(), p2pTimeout)
-	defer cancel()
-	require.NoError(t, cands.WaitCovered(ctx))
-	cl, err := client.New(head, nil, append(cands.ClientOptions(cn.Node.Host()), client.WithInfoTimeout(2*time.Second))...)
-	require.NoError(t, err)
+			cn := joinClient(t, relay)
+			head := loadHead(t)
+			cands, err := NewCandidates(cn.Registry, head.Info())
+			require.NoError(t, err)
+			ctx, cancel := context.WithTimeout(t.Context(), p2pTimeout)
+			defer cancel()
+			require.NoError(t, cands.WaitCovered(ctx))
+			cl, err := client.New(head, nil, append(cands.ClientOptions(cn.Node.Host()), client.WithInfoTimeout(2*time.Second))...)
+			require.NoError(t, err)
 
-	// The hidden node's relay finder runs every 2 s: until it holds a
-	// reservation, the relay refuses the circuit and Open finds no chain.
-	var sess *client.Session
-	for sess == nil {
-		sess, err = cl.Open(ctx, 40)
-		if err != nil {
-			require.ErrorIs(t, err, client.ErrNoChain)
-			require.NoError(t, sleep(ctx, 200*time.Millisecond), "never reached the hidden server: %v", err)
-		}
-	}
-	defer func() { require.NoError(t, sess.Close()) }()
-	limited := false
-	for _, conn := range hidden.node.Host().Network().ConnsToPeer(cn.Node.ID()) {
-		for _, s := range conn.GetStreams() {
-			if string(s.Protocol()) == api.InferenceProtocol {
-				limited = conn.Stat().Limited
+			// The hidden node's relay finder runs every 2 s: until it holds
+			// a reservation, the relay refuses the circuit and Open finds no
+			// chain.
+			var sess *client.Session
+			for sess == nil {
+				sess, err = cl.Open(ctx, 200)
+				if err != nil {
+					require.ErrorIs(t, err, client.ErrNoChain)
+					require.NoError(t, sleep(ctx, 200*time.Millisecond), "never reached the hidden server: %v", err)
+				}
 			}
-		}
+			defer sess.Close()
+			limited := false
+			for _, conn := range hidden.node.Host().Network().ConnsToPeer(cn.Node.ID()) {
+				for _, s := range conn.GetStreams() {
+					if string(s.Protocol()) == api.InferenceProtocol {
+						limited = conn.Stat().Limited
+					}
+				}
+			}
+			require.True(t, limited, "the inference stream runs over the relayed connection")
+			sampler, err := blocks.NewSampler(blocks.SamplerConfig{Temperature: 0})
+			require.NoError(t, err)
+			var text strings.Builder
+			var genErr error
+			for tok, err := range sess.Generate(ctx, []int{1}, 200, sampler) {
+				if err != nil {
+					genErr = err
+					break
+				}
+				text.WriteString(tok.Text)
+			}
+			if !tt.fits {
+				require.ErrorIs(t, genErr, client.ErrFailover, "the relay reset the connection")
+				require.True(t, strings.HasPrefix(referenceText(t), text.String()))
+				require.Less(t, text.Len(), len(referenceText(t)))
+				return
+			}
+			require.NoError(t, genErr)
+			require.Equal(t, referenceText(t), text.String())
+			st := sess.Stats()
+			require.Empty(t, st.Replaced, "no failover: the relay carried the whole session")
+			require.Equal(t, api.P2PEndpoint(hidden.reg.ID()).Inference, st.Hops[0].Server)
+			t.Logf("200 tokens through the relay: TTFT %v, TPOT %v, RTT t_cj median %v", st.TTFT, st.TPOT, st.Hops[0].RTT)
+		})
 	}
-	require.True(t, limited, "the inference stream runs over the relayed connection")
-	sampler, err := blocks.NewSampler(blocks.SamplerConfig{Temperature: 0})
-	require.NoError(t, err)
-	var text strings.Builder
-	for tok, err := range sess.Generate(ctx, []int{1}, 40, sampler) {
-		require.NoError(t, err)
-		text.WriteString(tok.Text)
-	}
-	require.True(t, strings.HasPrefix(referenceText(t), text.String()), "%q is not a prefix of the reference", text.String())
-	require.Greater(t, text.Len(), 100)
-	require.Equal(t, api.P2PEndpoint(hidden.reg.ID()).Inference, sess.Chain()[0].Server)
 }
 
 // TestClient_FailoverToRegistryServer kills a hop mid-session: the client
