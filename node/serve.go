@@ -131,6 +131,9 @@ func RunServer(ctx context.Context, n *p2p.Node, reg *registry.Registry, cfg Ser
 	if len(cfg.Bootstrap) > 0 {
 		log.Info("fetching the registry from the bootstrap peers", "peers", len(cfg.Bootstrap))
 		if err := SyncRegistry(ctx, n, reg); err != nil {
+			if ctx.Err() != nil {
+				return nil // interrupted before joining: nothing to announce
+			}
 			return err
 		}
 	}

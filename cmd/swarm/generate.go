@@ -103,7 +103,9 @@ Examples:
 	o.reg.AddFlags(f)
 	_ = f.MarkHidden("heartbeat-interval") // a client publishes nothing
 	_ = f.MarkHidden("dht-mode")           // a client is always a DHT client
-	_ = f.MarkHidden("relay-service")
+	for _, name := range []string{"relay-service", "relay-max-bytes", "relay-max-duration"} {
+		_ = f.MarkHidden(name) // a client relays nothing
+	}
 	f.DurationVar(&o.wait, "wait", o.wait, "with --bootstrap: how long to wait for a bootstrap peer and for SERVING servers covering every block")
 	f.StringSliceVar(&o.providers, "providers", nil, "with --bootstrap: use only servers of these providers (comma-separated; default: any)")
 	f.StringVar(&o.model, "model", "", "model: a .gguf file, a llama2.c .bin checkpoint or a Hugging Face directory (required)")
