@@ -67,7 +67,7 @@ type member struct {
 	reg  *registry.Registry
 }
 
-func joinMember(t *testing.T, cfg p2p.Config, opts ...p2p.Option) *member {
+func joinMember(t testing.TB, cfg p2p.Config, opts ...p2p.Option) *member {
 	t.Helper()
 	n, err := p2p.New(cfg, append(p2pOptions(), opts...)...)
 	require.NoError(t, err)
@@ -95,7 +95,7 @@ func (m *member) addrs() []string {
 }
 
 // storiesPath returns stories260K's checkpoint and tokenizer.
-func storiesPath(t *testing.T) (model, tokenizer string) {
+func storiesPath(t testing.TB) (model, tokenizer string) {
 	t.Helper()
 	dir := testenv.SharedFile(t, "models", "stories260K")
 	return dir + "/stories260K.bin", dir + "/tok512.bin"
@@ -104,7 +104,7 @@ func storiesPath(t *testing.T) (model, tokenizer string) {
 // startServer loads a span of stories260K (no websocket yet) and closes it
 // at the end of the test. On shutdown it tells open sessions to fail over
 // at once (no drain).
-func startServer(t *testing.T, s swarm.Span, cacheDir string) *server.Server {
+func startServer(t testing.TB, s swarm.Span, cacheDir string) *server.Server {
 	t.Helper()
 	model, _ := storiesPath(t)
 	cfg := server.DefaultConfig()
@@ -117,7 +117,7 @@ func startServer(t *testing.T, s swarm.Span, cacheDir string) *server.Server {
 
 // serveWebsocket serves srv's websocket on a loopback port until the test
 // ends and returns its URL.
-func serveWebsocket(t *testing.T, srv *server.Server) string {
+func serveWebsocket(t testing.TB, srv *server.Server) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
@@ -132,7 +132,7 @@ func serveWebsocket(t *testing.T, srv *server.Server) string {
 }
 
 // loadHead loads stories260K's head (embeddings, LM head, tokenizer).
-func loadHead(t *testing.T) blocks.Head {
+func loadHead(t testing.TB) blocks.Head {
 	t.Helper()
 	model, tok := storiesPath(t)
 	m, err := blocks.Open(model, blocks.WithTokenizer(tok))
