@@ -14,6 +14,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/protocol"
 	ma "github.com/multiformats/go-multiaddr"
 
+	"github.com/swarmllm/swarm/server"
 	"github.com/swarmllm/swarm/server/api"
 )
 
@@ -104,14 +105,12 @@ func (t *Transport) FetchInfo(ctx context.Context, ep api.Endpoint) (api.Info, e
 	return info, nil
 }
 
-// infoWriter is what ServeStreams needs of a server.
-type infoWriter interface {
+// StreamServer is what ServeStreams needs of a server; *server.Server
+// implements it.
+type StreamServer interface {
+	// WriteInfo writes the Info document as JSON (the /swarm/info/1 answer).
 	WriteInfo(ctx context.Context, w io.Writer) error
-}
-
-// frameServer is what ServeStreams needs of a server to serve sessions.
-type frameServer interface {
-	infoWriter
+	// ServeConn serves the sessions of one connection until it ends.
 	ServeConn(fc api.FrameConn)
 }
 
@@ -124,7 +123,7 @@ const infoTimeout = 30 * time.Second
 // /swarm/info/1 answers the Info document. Streams over relayed (limited)
 // connections are served too. The returned function removes both handlers
 // (streams being served go on until they end or the server shuts down).
-func ServeStreams(h host.Host, srv frameServer, maxPayload int) (stop func()) {
+func ServeStreams(h host.Host, srv StreamServer, maxPayload int) (stop func()) {
 	h.SetStreamHandler(protocol.ID(api.InferenceProtocol), func(s network.Stream) {
 		srv.ServeConn(api.NewStream(s, maxPayload, api.P2PScheme+s.Conn().RemotePeer().String()))
 	})
@@ -143,3 +142,5 @@ func ServeStreams(h host.Host, srv frameServer, maxPayload int) (stop func()) {
 		h.RemoveStreamHandler(protocol.ID(api.InfoProtocol))
 	}
 }
+
+var _ StreamServer = (*server.Server)(nil)
