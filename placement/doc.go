@@ -18,5 +18,5 @@
 // Span.End-Span.Start.
 //
 // This package must never import net, os, time, sync, net/http, libp2p or any
-// package of this repository other than swarm (deps_test.go enforces it).
+// package of this repository other than swarm (the root deps_test.go enforces it).
 package placement

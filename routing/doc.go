@@ -16,5 +16,5 @@
 // Span.Start+1 and m_j is Span.Len().
 //
 // This package must never import net, os, time, sync, net/http, libp2p or any
-// package of this repository other than swarm (deps_test.go enforces it).
+// package of this repository other than swarm (the root deps_test.go enforces it).
 package routing

@@ -1,0 +1,143 @@
+package swarm_test
+
+import (
+	"encoding/json"
+	"errors"
+	"io"
+	"os/exec"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+const module = "github.com/swarmllm/swarm"
+
+// depRule is what one package may import, as its package doc states it
+// (STYLE.md pattern 10: guard rails as tests). Repository packages are
+// named relative to the module ("" is the module root, "server/api" ...);
+// a name also covers its subpackages unless listed in except.
+type depRule struct {
+	// only, when non-nil, lists the only repository packages the package
+	// may import directly (exact names); an empty non-nil list allows none.
+	only []string
+	// never lists repository packages (with their subpackages) it must not
+	// import directly.
+	never []string
+	// except lists repository packages exempt from never.
+	except []string
+	// std lists packages outside the repository it must not import
+	// directly ("net" also bans "net/http").
+	std []string
+	// transitive lists import-path substrings that must not appear anywhere
+	// in its dependency graph ("libp2p", "net/http").
+	transitive []string
+	// required lists repository packages it must import directly.
+	required []string
+}
+
+var (
+	pure       = []string{"net", "os", "time", "sync"}
+	noNetwork  = []string{"libp2p", "net/http"}
+	vocabulary = []string{"swarm"}
+)
+
+// depRules holds every package of the module: a new package must say here
+// what it must never import.
+var depRules = map[string]depRule{
+	"":                      {},
+	"cmd/swarm":             {},
+	"swarm":                 {only: []string{}, std: []string{"net", "os", "time"}},
+	"swarm/wire":            {only: vocabulary, std: []string{"net", "os", "time"}},
+	"swarm/p2p":             {never: []string{"registry", "server", "client", "placement", "routing", "blocks", "cmd"}},
+	"placement":             {only: vocabulary, std: pure, transitive: noNetwork},
+	"routing":               {only: vocabulary, std: pure, transitive: noNetwork},
+	"topologies":            {only: []string{}, std: []string{"net", "time", "sync"}},
+	"sim":                   {only: []string{"placement", "routing", "swarm", "topologies"}, std: []string{"net", "os", "sync"}, transitive: noNetwork, required: []string{"placement", "routing"}},
+	"blocks":                {never: []string{"server", "client", "registry", "sim", "placement", "routing", "node", "ingress", "cmd"}, std: []string{"net"}},
+	"blocks/tokenizer":      {only: vocabulary, std: []string{"net"}},
+	"blocks/synth":          {only: []string{"swarm", "blocks/tokenizer"}, std: []string{"net"}},
+	"hub":                   {only: []string{}},
+	"registry":              {never: []string{"server", "client", "placement", "routing", "blocks", "cmd"}},
+	"registry/crdt":         {only: vocabulary, std: append(slices.Clone(pure), "math/rand", "math/rand/v2"), transitive: noNetwork},
+	"registry/memtransport": {only: []string{"registry", "registry/crdt", "swarm"}, std: []string{"github.com/libp2p"}},
+	"registry/convergence":  {never: []string{"server", "client", "placement", "routing", "blocks", "cmd"}},
+	"server":                {never: []string{"client", "registry", "placement", "sim", "cmd"}},
+	"server/api":            {only: []string{"swarm", "swarm/wire", "server/admission"}},
+	"server/admission":      {only: vocabulary, std: []string{"net"}},
+	"server/fullrange":      {never: []string{"client", "ingress", "registry", "cmd"}},
+	"client":                {never: []string{"server", "registry", "sim", "cmd"}, except: []string{"server/api"}},
+	"node":                  {never: []string{"cmd", "sim"}},
+	"ingress":               {never: []string{"server", "registry", "node", "sim", "cmd", "ingress/openai", "ingress/petals", "ingress/ingresstest"}, except: []string{"server/api"}},
+	"ingress/openai":        {never: []string{"server", "registry", "node", "sim", "cmd"}, except: []string{"server/api"}},
+	"ingress/petals":        {never: []string{"server", "registry", "node", "sim", "cmd"}, except: []string{"server/api"}},
+	"ingress/ingresstest":   {never: []string{"cmd"}},
+	"internal/testenv":      {only: []string{}},
+}
+
+type listedPackage struct {
+	ImportPath string
+	Imports    []string
+	Deps       []string
+}
+
+// TestDependencyRules checks every package's direct and transitive imports
+// against depRules, from one `go list -json ./...`.
+func TestDependencyRules(t *testing.T) {
+	out, err := exec.Command("go", "list", "-json", "./...").Output()
+	var exit *exec.ExitError
+	if errors.As(err, &exit) {
+		t.Fatalf("go list: %v\n%s", err, exit.Stderr)
+	}
+	require.NoError(t, err)
+
+	seen := map[string]bool{}
+	dec := json.NewDecoder(strings.NewReader(string(out)))
+	for {
+		var p listedPackage
+		if err := dec.Decode(&p); errors.Is(err, io.EOF) {
+			break
+		} else {
+			require.NoError(t, err)
+		}
+		name := strings.TrimPrefix(strings.TrimPrefix(p.ImportPath, module), "/")
+		rule, ok := depRules[name]
+		require.Truef(t, ok, "package %q has no entry in depRules: say what it must never import", name)
+		seen[name] = true
+		checkDeps(t, name, rule, p)
+	}
+	for name := range depRules {
+		require.Truef(t, seen[name], "depRules names %q, which is not a package of the module", name)
+	}
+}
+
+func checkDeps(t *testing.T, name string, rule depRule, p listedPackage) {
+	t.Helper()
+	within := func(path, pkg string) bool { return path == pkg || strings.HasPrefix(path, pkg+"/") }
+	for _, imp := range p.Imports {
+		if rel, ok := strings.CutPrefix(imp, module+"/"); ok {
+			if rule.only != nil {
+				require.Containsf(t, rule.only, rel, "%s imports %s; it may import only %v from this repository", name, rel, rule.only)
+			}
+			if slices.Contains(rule.except, rel) {
+				continue
+			}
+			for _, banned := range rule.never {
+				require.Falsef(t, within(rel, banned), "%s imports %s; its package doc forbids %s", name, rel, banned)
+			}
+			continue
+		}
+		for _, banned := range rule.std {
+			require.Falsef(t, within(imp, banned), "%s imports %s directly; its package doc forbids %s", name, imp, banned)
+		}
+	}
+	for _, dep := range p.Deps {
+		for _, banned := range rule.transitive {
+			require.Falsef(t, strings.Contains(dep, banned), "%s depends on %s transitively; its package doc forbids %s", name, dep, banned)
+		}
+	}
+	for _, req := range rule.required {
+		require.Containsf(t, p.Imports, module+"/"+req, "%s must import %s directly", name, req)
+	}
+}
