@@ -13,6 +13,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	swarmnode "github.com/swarmllm/swarm/node"
 	"github.com/swarmllm/swarm/registry"
 	"github.com/swarmllm/swarm/swarm"
 	"github.com/swarmllm/swarm/swarm/p2p"
@@ -99,7 +100,7 @@ func runStatus(cmd *cobra.Command, o statusOptions) error {
 		_ = reg.Close()
 		_ = node.Close()
 	}()
-	if err := fetchRegistry(ctx, node, reg); err != nil {
+	if err := swarmnode.SyncRegistry(ctx, node, reg); err != nil {
 		return fmt.Errorf("status: %w (--wait %v)", err, o.wait)
 	}
 	entries := reg.Snapshot()
@@ -121,30 +122,6 @@ func joinSwarm(pc p2p.Config, rc registry.Config) (*p2p.Node, *registry.Registry
 		return nil, nil, err
 	}
 	return node, reg, nil
-}
-
-// fetchRegistry waits for a bootstrap peer, then pulls the registry with
-// anti-entropy exchanges, retrying (100 ms doubling to 1 s) until one
-// succeeds or ctx ends.
-func fetchRegistry(ctx context.Context, node *p2p.Node, reg *registry.Registry) error {
-	if err := node.WaitReady(ctx); err != nil {
-		return fmt.Errorf("no bootstrap peer answered: %w", err)
-	}
-	pause := 100 * time.Millisecond
-	for {
-		err := reg.Sync(ctx)
-		if err == nil {
-			return nil
-		}
-		t := time.NewTimer(pause)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return fmt.Errorf("could not fetch the registry from a peer: %w", err)
-		case <-t.C:
-		}
-		pause = min(2*pause, time.Second)
-	}
 }
 
 // statusServer is one element of `swarm status --json`.
