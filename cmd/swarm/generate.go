@@ -16,7 +16,6 @@ import (
 	"github.com/swarmllm/swarm/client"
 	"github.com/swarmllm/swarm/node"
 	"github.com/swarmllm/swarm/registry"
-	"github.com/swarmllm/swarm/swarm"
 	"github.com/swarmllm/swarm/swarm/p2p"
 )
 
@@ -188,20 +187,7 @@ func openBootstrap(ctx context.Context, errOut io.Writer, o generateOptions) (bl
 	if err := o.reg.Validate(); err != nil {
 		return nil, nil, nil, fmt.Errorf("%w: %w", errUsage, err)
 	}
-	dtype, err := swarm.ParseDType(o.wireDType)
-	if err != nil {
-		return nil, nil, nil, fmt.Errorf("%w: --wire-dtype: %w", errUsage, err)
-	}
-	var mopts []blocks.Option
-	if o.tokenizer != "" {
-		mopts = append(mopts, blocks.WithTokenizer(o.tokenizer))
-	}
-	m, err := blocks.Open(o.model, mopts...)
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	head, err := m.LoadHead()
-	m.Close()
+	head, dtype, err := openClientHead(o)
 	if err != nil {
 		return nil, nil, nil, err
 	}

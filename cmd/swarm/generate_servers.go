@@ -13,14 +13,12 @@ import (
 	"github.com/swarmllm/swarm/swarm"
 )
 
-// openServers loads only the model's head and returns a blockRunner whose
-// Forwarder is a client session over a chain of the --servers candidates.
-// Failovers are logged to errOut; with --stats the release function prints
-// each hop's measurements there.
-func openServers(ctx context.Context, errOut io.Writer, o generateOptions) (blocks.Head, blockRunner, func() error, error) {
+// openClientHead parses --wire-dtype and loads only the model's head
+// (embeddings, final norm, LM head, tokenizer): what a client of servers needs.
+func openClientHead(o generateOptions) (blocks.Head, swarm.DType, error) {
 	dtype, err := swarm.ParseDType(o.wireDType)
 	if err != nil {
-		return nil, nil, nil, fmt.Errorf("%w: --wire-dtype: %w", errUsage, err)
+		return nil, 0, fmt.Errorf("%w: --wire-dtype: %w", errUsage, err)
 	}
 	var opts []blocks.Option
 	if o.tokenizer != "" {
@@ -28,10 +26,22 @@ func openServers(ctx context.Context, errOut io.Writer, o generateOptions) (bloc
 	}
 	m, err := blocks.Open(o.model, opts...)
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, 0, err
 	}
 	head, err := m.LoadHead()
 	m.Close()
+	if err != nil {
+		return nil, 0, err
+	}
+	return head, dtype, nil
+}
+
+// openServers loads only the model's head and returns a blockRunner whose
+// Forwarder is a client session over a chain of the --servers candidates.
+// Failovers are logged to errOut; with --stats the release function prints
+// each hop's measurements there.
+func openServers(ctx context.Context, errOut io.Writer, o generateOptions) (blocks.Head, blockRunner, func() error, error) {
+	head, dtype, err := openClientHead(o)
 	if err != nil {
 		return nil, nil, nil, err
 	}
