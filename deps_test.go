@@ -62,6 +62,7 @@ var depRules = map[string]depRule{
 	"registry":              {never: []string{"server", "client", "placement", "routing", "blocks", "cmd"}},
 	"registry/crdt":         {only: vocabulary, std: append(slices.Clone(pure), "math/rand", "math/rand/v2"), transitive: noNetwork},
 	"registry/memtransport": {only: []string{"registry", "registry/crdt", "swarm"}, std: []string{"github.com/libp2p"}},
+	"registry/registrytest": {never: []string{"server", "client", "node", "cmd"}},
 	"registry/convergence":  {never: []string{"server", "client", "placement", "routing", "blocks", "cmd"}},
 	"server":                {never: []string{"client", "registry", "placement", "sim", "cmd"}},
 	"server/api":            {only: []string{"swarm", "swarm/wire", "server/admission"}},

@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/swarmllm/swarm/client"
+	"github.com/swarmllm/swarm/registry/registrytest"
 	"github.com/swarmllm/swarm/server/api"
 )
 
@@ -24,9 +25,9 @@ func (s staticSource) Endpoints(context.Context) ([]api.Endpoint, error) { retur
 func BenchmarkDecodeStep(b *testing.B) {
 	srv := startServer(b, span(0, 5), b.TempDir())
 	url := serveWebsocket(b, srv)
-	boot := joinMember(b, loopbackConfig(nil))
+	boot := joinMember(b, registrytest.P2PConfig(nil))
 	b.Cleanup(ServeStreams(boot.node.Host(), srv, 0))
-	cli := joinMember(b, loopbackConfig(boot.node))
+	cli := joinMember(b, registrytest.P2PConfig(boot.node))
 	head := loadHead(b)
 	tr := NewTransport(cli.node.Host(), nil)
 	for _, tc := range []struct {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/swarmllm/swarm/blocks"
 	"github.com/swarmllm/swarm/client"
+	"github.com/swarmllm/swarm/registry/registrytest"
 	"github.com/swarmllm/swarm/server"
 	"github.com/swarmllm/swarm/server/api"
 	"github.com/swarmllm/swarm/swarm"
@@ -32,7 +33,7 @@ func joinClient(t *testing.T, boot *member) *ClientNode {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), p2pTimeout)
 	defer cancel()
-	cn, err := JoinClient(ctx, loopbackConfig(boot.node), fastRegistry(), p2pOptions()...)
+	cn, err := JoinClient(ctx, registrytest.P2PConfig(boot.node), registrytest.LoopbackConfig(), p2pOptions()...)
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, cn.Close()) })
 	return cn
@@ -66,10 +67,10 @@ func generate(t *testing.T, ctx context.Context, c *client.Client, n int, during
 // connections, so that the client falls back to its libp2p streams.
 func TestClient_RegistryCandidates(t *testing.T) {
 	cache := t.TempDir()
-	boot := joinMember(t, loopbackConfig(nil))
-	a := joinMember(t, loopbackConfig(boot.node))
-	b := joinMember(t, loopbackConfig(boot.node))
-	c := joinMember(t, loopbackConfig(boot.node))
+	boot := joinMember(t, registrytest.P2PConfig(nil))
+	a := joinMember(t, registrytest.P2PConfig(boot.node))
+	b := joinMember(t, registrytest.P2PConfig(boot.node))
+	c := joinMember(t, registrytest.P2PConfig(boot.node))
 
 	srvA := startServer(t, span(0, 2), cache)
 	urlA := serveWebsocket(t, srvA)
@@ -135,10 +136,10 @@ func TestClient_ThroughCircuitRelay(t *testing.T) {
 		{"16 KiB limit", 16 << 10, false},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			relayCfg := loopbackConfig(nil)
+			relayCfg := registrytest.P2PConfig(nil)
 			relayCfg.RelayService, relayCfg.RelayMaxBytes = true, tt.maxBytes
 			relay := joinMember(t, relayCfg)
-			hidden := joinMember(t, loopbackConfig(relay.node), p2p.WithLibp2pOptions(libp2p.ForceReachabilityPrivate(), libp2p.NoListenAddrs))
+			hidden := joinMember(t, registrytest.P2PConfig(relay.node), p2p.WithLibp2pOptions(libp2p.ForceReachabilityPrivate(), libp2p.NoListenAddrs))
 			require.Empty(t, hidden.node.Host().Addrs(), "the hidden node listens nowhere")
 			srv := startServer(t, span(0, 5), t.TempDir())
 			t.Cleanup(ServeStreams(hidden.node.Host(), srv, 0))
@@ -209,9 +210,9 @@ func TestClient_ThroughCircuitRelay(t *testing.T) {
 // still llama2.c's reference text.
 func TestClient_FailoverToRegistryServer(t *testing.T) {
 	cache := t.TempDir()
-	boot := joinMember(t, loopbackConfig(nil))
-	a, b, c, d := joinMember(t, loopbackConfig(boot.node)), joinMember(t, loopbackConfig(boot.node)),
-		joinMember(t, loopbackConfig(boot.node)), joinMember(t, loopbackConfig(boot.node))
+	boot := joinMember(t, registrytest.P2PConfig(nil))
+	a, b, c, d := joinMember(t, registrytest.P2PConfig(boot.node)), joinMember(t, registrytest.P2PConfig(boot.node)),
+		joinMember(t, registrytest.P2PConfig(boot.node)), joinMember(t, registrytest.P2PConfig(boot.node))
 	srvA := startServer(t, span(0, 3), cache)
 	publishServing(t, a, srvA, serveWebsocket(t, srvA))
 	srvB := startServer(t, span(3, 5), cache)

@@ -2,19 +2,18 @@ package node
 
 import (
 	"context"
-	"math/rand"
 	"net"
 	"os"
 	"regexp"
 	"testing"
 	"time"
 
-	"github.com/libp2p/go-libp2p/p2p/discovery/backoff"
 	"github.com/stretchr/testify/require"
 
 	"github.com/swarmllm/swarm/blocks"
 	"github.com/swarmllm/swarm/internal/testenv"
 	"github.com/swarmllm/swarm/registry"
+	"github.com/swarmllm/swarm/registry/registrytest"
 	"github.com/swarmllm/swarm/server"
 	"github.com/swarmllm/swarm/server/api"
 	"github.com/swarmllm/swarm/swarm"
@@ -26,39 +25,9 @@ import (
 
 const p2pTimeout = 60 * time.Second
 
-// fastRegistry notices silence within seconds.
-func fastRegistry() registry.Config {
-	return registry.Config{
-		HeartbeatInterval:   200 * time.Millisecond,
-		SuspectAfter:        1500 * time.Millisecond,
-		LeftAfter:           5 * time.Second,
-		Retention:           time.Minute,
-		AntiEntropyInterval: 300 * time.Millisecond,
-		MaxClockSkew:        200 * time.Millisecond,
-	}
-}
-
 // p2pOptions retry the bootstrap peers quickly.
 func p2pOptions() []p2p.Option {
-	return []p2p.Option{
-		p2p.WithDiscovery(p2p.DefaultRendezvous, p2p.DefaultTargetPeers, time.Second),
-		p2p.WithBootstrapBackoff(backoff.NewExponentialBackoff(50*time.Millisecond, time.Second, backoff.NoJitter,
-			50*time.Millisecond, 2, 0, rand.NewSource(1))),
-		p2p.WithDialTimeout(5 * time.Second),
-	}
-}
-
-// loopbackConfig is a node listening on loopback TCP, bootstrapping from
-// boot (if not nil).
-func loopbackConfig(boot *p2p.Node) p2p.Config {
-	cfg := p2p.DefaultConfig()
-	cfg.ListenAddrs = []string{"/ip4/127.0.0.1/tcp/0"}
-	if boot != nil {
-		for _, a := range boot.Addrs() {
-			cfg.Bootstrap = append(cfg.Bootstrap, a.String())
-		}
-	}
-	return cfg
+	return append(registrytest.P2POptions(), p2p.WithDialTimeout(5*time.Second))
 }
 
 // member is a node and its registry replica, closed at the end of the test.
@@ -71,7 +40,7 @@ func joinMember(t testing.TB, cfg p2p.Config, opts ...p2p.Option) *member {
 	t.Helper()
 	n, err := p2p.New(cfg, append(p2pOptions(), opts...)...)
 	require.NoError(t, err)
-	reg, err := registry.Join(n, fastRegistry())
+	reg, err := registry.Join(n, registrytest.LoopbackConfig())
 	require.NoError(t, err)
 	t.Cleanup(func() {
 		require.NoError(t, reg.Close())

@@ -13,6 +13,7 @@ import (
 
 	"github.com/swarmllm/swarm/client"
 	"github.com/swarmllm/swarm/registry"
+	"github.com/swarmllm/swarm/registry/registrytest"
 	"github.com/swarmllm/swarm/server"
 	"github.com/swarmllm/swarm/swarm"
 )
@@ -86,9 +87,9 @@ func nextEntry(t *testing.T, w <-chan registry.Event, id, what string, cond func
 // closes, and LEFT when its context ends.
 func TestRunServer_Lifecycle(t *testing.T) {
 	cache := t.TempDir()
-	boot := joinMember(t, loopbackConfig(nil))
+	boot := joinMember(t, registrytest.P2PConfig(nil))
 	watch := boot.reg.Watch(t.Context())
-	m := joinMember(t, loopbackConfig(boot.node))
+	m := joinMember(t, registrytest.P2PConfig(boot.node))
 	cfg := serverConfig(t, cache, boot)
 	cfg.Server.Listen = "127.0.0.1:0"
 	stop, ready, result := runServer(t, m, cfg)
@@ -140,10 +141,10 @@ func TestRunServer_Lifecycle(t *testing.T) {
 // TestChooseSpan_Sequential), in some order.
 func TestRunServer_ConcurrentJoins(t *testing.T) {
 	cache := t.TempDir()
-	boot := joinMember(t, loopbackConfig(nil))
+	boot := joinMember(t, registrytest.P2PConfig(nil))
 	var members []*member
 	for range 4 {
-		members = append(members, joinMember(t, loopbackConfig(boot.node)))
+		members = append(members, joinMember(t, registrytest.P2PConfig(boot.node)))
 	}
 	var readies []<-chan Serving
 	for _, m := range members {
@@ -170,9 +171,9 @@ func TestRunServer_ConcurrentJoins(t *testing.T) {
 // for one block is refused before it announces anything.
 func TestRunServer_DownOnFailure(t *testing.T) {
 	cache := t.TempDir()
-	boot := joinMember(t, loopbackConfig(nil))
+	boot := joinMember(t, registrytest.P2PConfig(nil))
 	watch := boot.reg.Watch(t.Context())
-	m := joinMember(t, loopbackConfig(boot.node))
+	m := joinMember(t, registrytest.P2PConfig(boot.node))
 	cfg := serverConfig(t, cache, boot)
 	cfg.Auto, cfg.Server.Blocks, cfg.Server.Listen, cfg.Server.MemoryBytes = false, span(0, 5), "", 0
 	failure := errors.New("ready failed")
@@ -181,7 +182,7 @@ func TestRunServer_DownOnFailure(t *testing.T) {
 	e := nextEntry(t, watch, m.reg.ID(), "DOWN", func(e registry.Entry) bool { return e.State == swarm.StateDown })
 	require.Equal(t, span(0, 5), e.Info.Span)
 
-	small := joinMember(t, loopbackConfig(boot.node))
+	small := joinMember(t, registrytest.P2PConfig(boot.node))
 	cfg = serverConfig(t, cache, boot)
 	cfg.Server.MemoryBytes = 200_000 // one block is 181760 bytes, plus R = 1 cache of 131072
 	err = RunServer(t.Context(), small.node, small.reg, cfg, nil, nil)

@@ -8,7 +8,9 @@ import (
 
 	"github.com/libp2p/go-libp2p/core/record"
 	"github.com/stretchr/testify/require"
+
 	"github.com/swarmllm/swarm/registry/memtransport"
+	"github.com/swarmllm/swarm/registry/registrytest"
 	"github.com/swarmllm/swarm/swarm"
 )
 
@@ -48,14 +50,14 @@ func TestForgery_RejectedFromGossipAndAntiEntropy(t *testing.T) {
 			Info:        swarm.ServerInfo{ID: a.id, Model: "m", Span: swarm.Span{Start: 0, End: 8}},
 		}
 		seal := func(name string) []byte {
-			env, err := record.Seal(body, keyFor(t, name))
+			env, err := record.Seal(body, registrytest.Key(t, name))
 			require.NoError(t, err)
 			data, err := env.Marshal()
 			require.NoError(t, err)
 			return data
 		}
 		forged := seal("rogue")
-		rogue := net.Join(idFor(t, "rogue"))
+		rogue := net.Join(registrytest.ID(t, "rogue"))
 		defer rogue.Close()
 		require.NoError(t, rogue.Broadcast(t.Context(), forged))
 		state, err := json.Marshal(map[string][][]byte{"entries": {forged}})

@@ -1,47 +1,16 @@
 package registry_test
 
 import (
-	"math/rand/v2"
 	"testing"
 	"time"
 
-	"github.com/libp2p/go-libp2p/core/crypto"
-	"github.com/libp2p/go-libp2p/core/peer"
 	"github.com/stretchr/testify/require"
+
 	"github.com/swarmllm/swarm/registry"
 	"github.com/swarmllm/swarm/registry/memtransport"
+	"github.com/swarmllm/swarm/registry/registrytest"
 	"github.com/swarmllm/swarm/swarm"
 )
-
-// testConfig is a fast LAN-like timing for the fake clock of synctest.
-func testConfig() registry.Config {
-	return registry.Config{
-		HeartbeatInterval:   time.Second,
-		SuspectAfter:        3 * time.Second,
-		LeftAfter:           10 * time.Second,
-		Retention:           20 * time.Second,
-		AntiEntropyInterval: 2 * time.Second,
-		MaxClockSkew:        500 * time.Millisecond,
-	}
-}
-
-// keyFor derives a deterministic Ed25519 key from a name, so that node ids
-// are stable across runs.
-func keyFor(t *testing.T, name string) crypto.PrivKey {
-	t.Helper()
-	var seed [32]byte
-	copy(seed[:], name)
-	key, _, err := crypto.GenerateEd25519Key(rand.NewChaCha8(seed))
-	require.NoError(t, err)
-	return key
-}
-
-func idFor(t *testing.T, name string) string {
-	t.Helper()
-	id, err := peer.IDFromPrivateKey(keyFor(t, name))
-	require.NoError(t, err)
-	return id.String()
-}
 
 // member is one registry on an in-memory network.
 type member struct {
@@ -53,10 +22,10 @@ type member struct {
 
 func start(t *testing.T, net *memtransport.Network, name string) *member {
 	t.Helper()
-	key := keyFor(t, name)
-	id := idFor(t, name)
+	key := registrytest.Key(t, name)
+	id := registrytest.ID(t, name)
 	tr := net.Join(id)
-	reg, err := registry.New(tr, key, testConfig())
+	reg, err := registry.New(tr, key, registrytest.FakeClockConfig())
 	require.NoError(t, err)
 	return &member{name: name, id: id, tr: tr, reg: reg}
 }

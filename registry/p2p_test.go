@@ -3,16 +3,16 @@ package registry_test
 import (
 	"context"
 	"encoding/json"
-	"math/rand"
 	"testing"
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/crypto"
 	"github.com/libp2p/go-libp2p/core/record"
-	"github.com/libp2p/go-libp2p/p2p/discovery/backoff"
 	"github.com/libp2p/go-msgio"
 	"github.com/stretchr/testify/require"
+
 	"github.com/swarmllm/swarm/registry"
+	"github.com/swarmllm/swarm/registry/registrytest"
 	"github.com/swarmllm/swarm/swarm"
 	"github.com/swarmllm/swarm/swarm/p2p"
 )
@@ -22,17 +22,6 @@ import (
 // bounded by p2pTimeout.
 
 const p2pTimeout = 30 * time.Second
-
-func fastP2PConfig() registry.Config {
-	return registry.Config{
-		HeartbeatInterval:   200 * time.Millisecond,
-		SuspectAfter:        1500 * time.Millisecond,
-		LeftAfter:           5 * time.Second,
-		Retention:           time.Minute,
-		AntiEntropyInterval: 300 * time.Millisecond,
-		MaxClockSkew:        200 * time.Millisecond,
-	}
-}
 
 type p2pMember struct {
 	node *p2p.Node
@@ -47,24 +36,18 @@ func (m *p2pMember) close(t *testing.T) {
 
 func joinP2P(t *testing.T, key crypto.PrivKey, boot *p2pMember) *p2pMember {
 	t.Helper()
-	cfg := p2p.DefaultConfig()
-	cfg.ListenAddrs = []string{"/ip4/127.0.0.1/tcp/0"}
+	var bootNode *p2p.Node
 	if boot != nil {
-		for _, a := range boot.node.Addrs() {
-			cfg.Bootstrap = append(cfg.Bootstrap, a.String())
-		}
+		bootNode = boot.node
 	}
-	opts := []p2p.Option{
-		p2p.WithDiscovery(p2p.DefaultRendezvous, p2p.DefaultTargetPeers, time.Second),
-		p2p.WithBootstrapBackoff(backoff.NewExponentialBackoff(50*time.Millisecond, time.Second, backoff.NoJitter,
-			50*time.Millisecond, 2, 0, rand.NewSource(1))),
-	}
+	cfg := registrytest.P2PConfig(bootNode)
+	opts := registrytest.P2POptions()
 	if key != nil {
 		opts = append(opts, p2p.WithPrivateKey(key))
 	}
 	node, err := p2p.New(cfg, opts...)
 	require.NoError(t, err)
-	reg, err := registry.Join(node, fastP2PConfig())
+	reg, err := registry.Join(node, registrytest.LoopbackConfig())
 	require.NoError(t, err)
 	return &p2pMember{node: node, reg: reg}
 }
@@ -143,7 +126,7 @@ func TestP2P_ConvergeSuspectLeftRestart(t *testing.T) {
 		})
 		require.Equal(t, swarm.StateSuspected, prev, "member %d: the silent victim must be SUSPECTED before LEFT", i)
 		require.Equal(t, swarm.StateServing, ev.Entry.Announced, "LEFT by silence, not announced")
-		require.GreaterOrEqual(t, ev.At.Sub(ev.Entry.Heartbeat), fastP2PConfig().LeftAfter)
+		require.GreaterOrEqual(t, ev.At.Sub(ev.Entry.Heartbeat), registrytest.LoopbackConfig().LeftAfter)
 		require.True(t, ev.At.After(crashed))
 	}
 

@@ -12,6 +12,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 	"github.com/libp2p/go-libp2p/core/record"
 	"github.com/stretchr/testify/require"
+
 	"github.com/swarmllm/swarm/swarm"
 )
 

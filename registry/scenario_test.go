@@ -7,8 +7,10 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
 	"github.com/swarmllm/swarm/registry"
 	"github.com/swarmllm/swarm/registry/memtransport"
+	"github.com/swarmllm/swarm/registry/registrytest"
 	"github.com/swarmllm/swarm/swarm"
 )
 
@@ -103,7 +105,7 @@ func TestSilentNode_SuspectedThenLeftThenCollected(t *testing.T) {
 			t.Fatal("watch closed")
 			return registry.Event{}
 		}
-		cfg := testConfig()
+		cfg := registrytest.FakeClockConfig()
 		sweep := cfg.SuspectAfter / 8
 		ev := next()
 		require.Equal(t, swarm.StateSuspected, ev.Entry.State)
@@ -208,7 +210,7 @@ func TestPartitionHeal(t *testing.T) {
 
 		// Heal: heartbeats and anti-entropy converge everyone.
 		net.Heal()
-		time.Sleep(3 * testConfig().AntiEntropyInterval)
+		time.Sleep(3 * registrytest.FakeClockConfig().AntiEntropyInterval)
 		synctest.Wait()
 		require.True(t, sameView(alive...))
 		for _, m := range alive {
@@ -372,10 +374,10 @@ func TestDefaultLAN_SilentServerLeavesRoutingWithin5s(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				net := memtransport.NewNetwork()
 				mk := func(name string) *member {
-					tr := net.Join(idFor(t, name))
-					reg, err := registry.New(tr, keyFor(t, name), registry.DefaultLANConfig())
+					tr := net.Join(registrytest.ID(t, name))
+					reg, err := registry.New(tr, registrytest.Key(t, name), registry.DefaultLANConfig())
 					require.NoError(t, err)
-					return &member{name: name, id: idFor(t, name), tr: tr, reg: reg}
+					return &member{name: name, id: registrytest.ID(t, name), tr: tr, reg: reg}
 				}
 				server, client := mk("server"), mk("client")
 				defer closeAll(t, client)
