@@ -16,8 +16,10 @@ const module = "github.com/swarmllm/swarm"
 
 // depRule is what one package may import, as its package doc states it
 // (STYLE.md pattern 10: guard rails as tests). Repository packages are
-// named relative to the module ("" is the module root, "server/api" ...);
-// a name also covers its subpackages unless listed in except.
+// named relative to the module ("" is the module root, "swarm/wire" ...);
+// a name also covers its subpackages. There are no exceptions: a package
+// that two parties share (api/, the session protocol) is a package of its
+// own that both may import.
 type depRule struct {
 	// only, when non-nil, lists the only repository packages the package
 	// may import directly (exact names); an empty non-nil list allows none.
@@ -25,8 +27,6 @@ type depRule struct {
 	// never lists repository packages (with their subpackages) it must not
 	// import directly.
 	never []string
-	// except lists repository packages exempt from never.
-	except []string
 	// std lists packages outside the repository it must not import
 	// directly ("net" also bans "net/http").
 	std []string
@@ -53,6 +53,7 @@ var depRules = map[string]depRule{
 	"swarm/p2p":             {never: []string{"registry", "server", "client", "placement", "routing", "blocks", "cmd"}},
 	"placement":             {only: vocabulary, std: pure, transitive: noNetwork},
 	"routing":               {only: vocabulary, std: pure, transitive: noNetwork},
+	"api":                   {only: []string{"swarm", "swarm/wire"}},
 	"topologies":            {only: []string{}, std: []string{"net", "time", "sync"}},
 	"sim":                   {only: []string{"placement", "routing", "swarm", "topologies"}, std: []string{"net", "os", "sync"}, transitive: noNetwork, required: []string{"placement", "routing"}},
 	"blocks":                {never: []string{"server", "client", "registry", "sim", "placement", "routing", "node", "ingress", "cmd"}, std: []string{"net"}},
@@ -65,14 +66,13 @@ var depRules = map[string]depRule{
 	"registry/registrytest": {never: []string{"server", "client", "node", "cmd"}},
 	"registry/convergence":  {never: []string{"server", "client", "placement", "routing", "blocks", "cmd"}},
 	"server":                {never: []string{"client", "registry", "placement", "sim", "cmd"}},
-	"server/api":            {only: []string{"swarm", "swarm/wire", "server/admission"}},
-	"server/admission":      {only: vocabulary, std: []string{"net"}},
+	"server/admission":      {only: []string{"swarm", "api"}, std: []string{"net"}},
 	"server/fullrange":      {never: []string{"client", "ingress", "registry", "cmd"}},
-	"client":                {never: []string{"server", "registry", "sim", "cmd"}, except: []string{"server/api"}},
+	"client":                {never: []string{"server", "registry", "sim", "cmd"}},
 	"node":                  {never: []string{"cmd", "sim"}},
-	"ingress":               {never: []string{"server", "registry", "node", "sim", "cmd", "ingress/openai", "ingress/petals", "ingress/ingresstest"}, except: []string{"server/api"}},
-	"ingress/openai":        {never: []string{"server", "registry", "node", "sim", "cmd"}, except: []string{"server/api"}},
-	"ingress/petals":        {never: []string{"server", "registry", "node", "sim", "cmd"}, except: []string{"server/api"}},
+	"ingress":               {never: []string{"server", "registry", "node", "sim", "cmd", "ingress/openai", "ingress/petals", "ingress/ingresstest"}},
+	"ingress/openai":        {never: []string{"server", "registry", "node", "sim", "cmd"}},
+	"ingress/petals":        {never: []string{"server", "registry", "node", "sim", "cmd"}},
 	"ingress/ingresstest":   {never: []string{"cmd"}},
 	"internal/testenv":      {only: []string{}},
 }
@@ -120,9 +120,6 @@ func checkDeps(t *testing.T, name string, rule depRule, p listedPackage) {
 		if rel, ok := strings.CutPrefix(imp, module+"/"); ok {
 			if rule.only != nil {
 				require.Containsf(t, rule.only, rel, "%s imports %s; it may import only %v from this repository", name, rel, rule.only)
-			}
-			if slices.Contains(rule.except, rel) {
-				continue
 			}
 			for _, banned := range rule.never {
 				require.Falsef(t, within(rel, banned), "%s imports %s; its package doc forbids %s", name, rel, banned)

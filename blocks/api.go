@@ -1,6 +1,7 @@
 package blocks
 
 import (
+	"context"
 	"errors"
 
 	"github.com/swarmllm/swarm/blocks/tokenizer"
@@ -55,8 +56,9 @@ type Session interface {
 	// The input slice is not modified. It returns errors wrapping
 	// ErrPosition if pos > Len() or pos+nTokens > max length (the caches are
 	// then untouched), ErrArgument if nTokens < 1 or len(hidden) !=
-	// nTokens*DModel, and ErrClosed after Close of the session or engine.
-	Forward(pos int, hidden []float32, nTokens int) ([]float32, error)
+	// nTokens*DModel, ErrClosed after Close of the session or engine, and
+	// ctx's error when ctx ends before the last block.
+	Forward(ctx context.Context, pos int, hidden []float32, nTokens int) ([]float32, error)
 	// Len is the number of positions held in the attention caches.
 	Len() int
 	// Span is the blocks this session processes.

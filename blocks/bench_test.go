@@ -1,6 +1,7 @@
 package blocks
 
 import (
+	"context"
 	"fmt"
 	"math/rand/v2"
 	"runtime"
@@ -106,7 +107,7 @@ func BenchmarkDecodeBlock7B(b *testing.B) {
 			b.SetBytes(e.WeightBytes())
 			b.ResetTimer()
 			for i := 0; b.Loop(); i++ {
-				if _, err := s.Forward(i%maxLen, x, 1); err != nil {
+				if _, err := s.Forward(context.Background(), i%maxLen, x, 1); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -132,7 +133,7 @@ func BenchmarkPrefillBlock7B(b *testing.B) {
 			}
 			b.ResetTimer()
 			for b.Loop() {
-				if _, err := s.Forward(0, x, n); err != nil {
+				if _, err := s.Forward(context.Background(), 0, x, n); err != nil {
 					b.Fatal(err)
 				}
 			}

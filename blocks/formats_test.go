@@ -1,6 +1,7 @@
 package blocks_test
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -264,16 +265,16 @@ func TestSpanChainEqualsWhole(t *testing.T) {
 
 	sw, err := whole.NewSession(whole.Span(), n)
 	require.NoError(t, err)
-	want, err := sw.Forward(0, x, n)
+	want, err := sw.Forward(context.Background(), 0, x, n)
 	require.NoError(t, err)
 
 	s1, err := first.NewSession(first.Span(), n)
 	require.NoError(t, err)
 	s2, err := whole.NewSession(swarm.Span{Start: 1, End: 3}, n)
 	require.NoError(t, err)
-	h, err := s1.Forward(0, x, n)
+	h, err := s1.Forward(context.Background(), 0, x, n)
 	require.NoError(t, err)
-	got, err := s2.Forward(0, h, n)
+	got, err := s2.Forward(context.Background(), 0, h, n)
 	require.NoError(t, err)
 	require.Equal(t, want, got)
 }

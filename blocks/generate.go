@@ -8,9 +8,11 @@ import (
 // Forwarder runs hidden states [nTokens, DModel] at positions
 // pos..pos+nTokens-1 through ALL blocks of a model, in order, and returns the
 // output hidden states [nTokens, DModel]. A Session over [0, NBlocks) is one
-// (local generation); a client's chain of servers is another.
+// (local generation); a client's chain of servers is another. ctx bounds
+// the call: a chain gives up on its network round trips when ctx ends, a
+// local session checks ctx between blocks.
 type Forwarder interface {
-	Forward(pos int, hidden []float32, nTokens int) ([]float32, error)
+	Forward(ctx context.Context, pos int, hidden []float32, nTokens int) ([]float32, error)
 }
 
 // Generate runs autoregressive generation with llama2.c's run.c semantics:
@@ -44,7 +46,7 @@ func Generate(ctx context.Context, head Head, fw Forwarder, prompt []int, maxTok
 		if err != nil {
 			return generated, err
 		}
-		y, err := fw.Forward(pos, x, len(input))
+		y, err := fw.Forward(ctx, pos, x, len(input))
 		if err != nil {
 			return generated, fmt.Errorf("blocks: generate at position %d: %w", pos, err)
 		}

@@ -1,6 +1,7 @@
 package blocks_test
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -72,7 +73,7 @@ func logitsOf(t *testing.T, l loaded, tokens []int) [][]float32 {
 	defer s.Close()
 	x, err := l.head.Embed(tokens)
 	require.NoError(t, err)
-	y, err := s.Forward(0, x, len(tokens))
+	y, err := s.Forward(context.Background(), 0, x, len(tokens))
 	require.NoError(t, err)
 	d := l.head.Info().DModel
 	out := make([][]float32, len(tokens))

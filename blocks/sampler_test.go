@@ -120,9 +120,9 @@ type countingForwarder struct {
 	calls []int
 }
 
-func (f *countingForwarder) Forward(pos int, hidden []float32, n int) ([]float32, error) {
+func (f *countingForwarder) Forward(ctx context.Context, pos int, hidden []float32, n int) ([]float32, error) {
 	f.calls = append(f.calls, n)
-	return f.Session.Forward(pos, hidden, n)
+	return f.Session.Forward(ctx, pos, hidden, n)
 }
 
 // scriptedHead is a real head whose logits are replaced by one-hot logits

@@ -1,6 +1,7 @@
 package blocks
 
 import (
+	"context"
 	"fmt"
 
 	"github.com/swarmllm/swarm/swarm"
@@ -26,8 +27,10 @@ var _ Session = (*cpuSession)(nil)
 // pos < Len() first truncates the caches to pos (replay after failover). It
 // returns an error wrapping ErrPosition if pos > Len() or pos+nTokens
 // exceeds the max length, ErrArgument if len(hidden) != nTokens*DModel or
-// nTokens < 1, and ErrClosed after Close (of the session or its engine).
-func (s *cpuSession) Forward(pos int, hidden []float32, nTokens int) ([]float32, error) {
+// nTokens < 1, ErrClosed after Close (of the session or its engine), and
+// ctx's error when ctx ends (checked before each block; the caches then
+// hold positions 0..pos-1).
+func (s *cpuSession) Forward(ctx context.Context, pos int, hidden []float32, nTokens int) ([]float32, error) {
 	info := &s.e.info
 	switch {
 	case s.closed:
@@ -55,6 +58,9 @@ func (s *cpuSession) Forward(pos int, hidden []float32, nTokens int) ([]float32,
 	x := make([]float32, len(hidden))
 	copy(x, hidden)
 	for i := range s.caches {
+		if err := ctx.Err(); err != nil {
+			return nil, fmt.Errorf("blocks: forward at position %d: %w", pos, err)
+		}
 		l := s.e.layers[s.span.Start-s.e.span.Start+i]
 		s.e.forwardBlock(l, &s.caches[i], &s.scratch, x, nTokens, pos)
 	}

@@ -1,6 +1,7 @@
 package blocks_test
 
 import (
+	"context"
 	"sync"
 	"testing"
 
@@ -26,18 +27,18 @@ func TestSessionReplay(t *testing.T) {
 	n := len(testTokens)
 	s, err := l.engine.NewSession(l.engine.Span(), n)
 	require.NoError(t, err)
-	want, err := s.Forward(0, x, n)
+	want, err := s.Forward(context.Background(), 0, x, n)
 	require.NoError(t, err)
 	require.Equal(t, n, s.Len())
 
 	// Replay positions 4.. one at a time, then 6.. in one call.
 	for pos := 4; pos < n; pos++ {
-		got, err := s.Forward(pos, x[pos*d:(pos+1)*d], 1)
+		got, err := s.Forward(context.Background(), pos, x[pos*d:(pos+1)*d], 1)
 		require.NoError(t, err)
 		require.Equal(t, pos+1, s.Len())
 		require.Equal(t, want[pos*d:(pos+1)*d], got)
 	}
-	got, err := s.Forward(6, x[6*d:], n-6)
+	got, err := s.Forward(context.Background(), 6, x[6*d:], n-6)
 	require.NoError(t, err)
 	require.Equal(t, want[6*d:], got)
 
@@ -45,13 +46,13 @@ func TestSessionReplay(t *testing.T) {
 	// original again restores it.
 	other, err := l.head.Embed([]int{99})
 	require.NoError(t, err)
-	_, err = s.Forward(3, other, 1)
+	_, err = s.Forward(context.Background(), 3, other, 1)
 	require.NoError(t, err)
 	require.Equal(t, 4, s.Len())
-	changed, err := s.Forward(4, x[4*d:5*d], 1)
+	changed, err := s.Forward(context.Background(), 4, x[4*d:5*d], 1)
 	require.NoError(t, err)
 	require.NotEqual(t, want[4*d:5*d], changed)
-	got, err = s.Forward(3, x[3*d:], n-3)
+	got, err = s.Forward(context.Background(), 3, x[3*d:], n-3)
 	require.NoError(t, err)
 	require.Equal(t, want[3*d:], got)
 }
@@ -70,7 +71,7 @@ func TestConcurrentSessions(t *testing.T) {
 		require.NoError(t, err)
 		s, err := l.engine.NewSession(l.engine.Span(), len(toks))
 		require.NoError(t, err)
-		want[i], err = s.Forward(0, inputs[i], len(toks))
+		want[i], err = s.Forward(context.Background(), 0, inputs[i], len(toks))
 		require.NoError(t, err)
 		require.NoError(t, s.Close())
 	}
@@ -87,7 +88,7 @@ func TestConcurrentSessions(t *testing.T) {
 			defer s.Close()
 			d := l.head.Info().DModel
 			for pos := range 5 { // decode steps interleave across goroutines
-				y, err := s.Forward(pos, inputs[i][pos*d:(pos+1)*d], 1)
+				y, err := s.Forward(context.Background(), pos, inputs[i][pos*d:(pos+1)*d], 1)
 				if err != nil {
 					errs[i] = err
 					return
@@ -139,18 +140,18 @@ func TestSessionErrors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := s.Forward(tt.pos, tt.hidden, tt.n)
+			_, err := s.Forward(context.Background(), tt.pos, tt.hidden, tt.n)
 			require.ErrorIs(t, err, tt.wantErr)
 			require.Equal(t, 0, s.Len(), "a failed Forward leaves the caches alone")
 		})
 	}
-	_, err = s.Forward(0, make([]float32, 4*d), 4)
+	_, err = s.Forward(context.Background(), 0, make([]float32, 4*d), 4)
 	require.NoError(t, err)
-	_, err = s.Forward(4, one, 1)
+	_, err = s.Forward(context.Background(), 4, one, 1)
 	require.ErrorIs(t, err, blocks.ErrPosition)
 
 	require.NoError(t, s.Close())
-	_, err = s.Forward(0, one, 1)
+	_, err = s.Forward(context.Background(), 0, one, 1)
 	require.ErrorIs(t, err, blocks.ErrClosed)
 	require.ErrorIs(t, s.Close(), blocks.ErrClosed)
 
@@ -158,7 +159,7 @@ func TestSessionErrors(t *testing.T) {
 	s2, err := l.engine.NewSession(l.engine.Span(), 4)
 	require.NoError(t, err)
 	require.NoError(t, l.engine.Close())
-	_, err = s2.Forward(0, one, 1)
+	_, err = s2.Forward(context.Background(), 0, one, 1)
 	require.ErrorIs(t, err, blocks.ErrClosed)
 	_, err = l.engine.NewSession(l.engine.Span(), 4)
 	require.ErrorIs(t, err, blocks.ErrClosed)

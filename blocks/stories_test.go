@@ -40,7 +40,7 @@ func TestStories260KGreedyIDs(t *testing.T) {
 			for pos := range 256 {
 				x, err := l.head.Embed([]int{tok})
 				require.NoError(t, err)
-				y, err := s.Forward(pos, x, 1)
+				y, err := s.Forward(context.Background(), pos, x, 1)
 				require.NoError(t, err)
 				logits, err := l.head.Logits(y)
 				require.NoError(t, err)
@@ -103,14 +103,14 @@ func TestPrefillEqualsDecode(t *testing.T) {
 
 	pre, err := l.engine.NewSession(l.engine.Span(), len(tokens))
 	require.NoError(t, err)
-	yAll, err := pre.Forward(0, x, len(tokens))
+	yAll, err := pre.Forward(context.Background(), 0, x, len(tokens))
 	require.NoError(t, err)
 	require.Equal(t, len(tokens), pre.Len())
 
 	dec, err := l.engine.NewSession(l.engine.Span(), len(tokens))
 	require.NoError(t, err)
 	for i := range tokens {
-		y, err := dec.Forward(i, x[i*d:(i+1)*d], 1)
+		y, err := dec.Forward(context.Background(), i, x[i*d:(i+1)*d], 1)
 		require.NoError(t, err)
 		require.Equal(t, yAll[i*d:(i+1)*d], y, "position %d", i)
 	}

@@ -20,20 +20,18 @@ const benchPositions = 255
 
 // decoder is what the benchmarks step: a local engine session or a client
 // session over a chain.
-type decoder interface {
-	Forward(pos int, hidden []float32, nTokens int) ([]float32, error)
-}
+type decoder = blocks.Forwarder
 
 // decodeSteps runs n single-token decode steps and returns the mean time
 // per token. Position 0 is filled first.
 func decodeSteps(b *testing.B, d decoder, x []float32, n int) time.Duration {
 	b.Helper()
-	if _, err := d.Forward(0, x, 1); err != nil {
+	if _, err := d.Forward(context.Background(), 0, x, 1); err != nil {
 		b.Fatal(err)
 	}
 	start := time.Now()
 	for i := range n {
-		if _, err := d.Forward(1+i%benchPositions, x, 1); err != nil {
+		if _, err := d.Forward(context.Background(), 1+i%benchPositions, x, 1); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -72,12 +70,12 @@ func benchSetup(b *testing.B) (blocks.Head, blocks.Session, []float32) {
 // blocks in this process (generate --local): ns/op is ns per token.
 func BenchmarkDecodeLocal(b *testing.B) {
 	_, local, x := benchSetup(b)
-	if _, err := local.Forward(0, x, 1); err != nil {
+	if _, err := local.Forward(context.Background(), 0, x, 1); err != nil {
 		b.Fatal(err)
 	}
 	i := 0
 	for b.Loop() {
-		if _, err := local.Forward(1+i%benchPositions, x, 1); err != nil {
+		if _, err := local.Forward(context.Background(), 1+i%benchPositions, x, 1); err != nil {
 			b.Fatal(err)
 		}
 		i++
@@ -112,12 +110,12 @@ func BenchmarkDecodeChain3(b *testing.B) {
 			if len(sess.Chain()) != 3 {
 				b.Fatalf("chain of %d hops, want 3", len(sess.Chain()))
 			}
-			if _, err := sess.Forward(0, x, 1); err != nil {
+			if _, err := sess.Forward(context.Background(), 0, x, 1); err != nil {
 				b.Fatal(err)
 			}
 			i := 0
 			for b.Loop() {
-				if _, err := sess.Forward(1+i%benchPositions, x, 1); err != nil {
+				if _, err := sess.Forward(context.Background(), 1+i%benchPositions, x, 1); err != nil {
 					b.Fatal(err)
 				}
 				i++

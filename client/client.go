@@ -2,17 +2,15 @@ package client
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"slices"
 	"sync"
 	"time"
 
+	"github.com/swarmllm/swarm/api"
 	"github.com/swarmllm/swarm/blocks"
-	"github.com/swarmllm/swarm/server/api"
 	"github.com/swarmllm/swarm/swarm"
 )
 
@@ -61,14 +59,21 @@ func New(head blocks.Head, servers []string, opts ...Option) (*Client, error) {
 // Head returns the model head the client computes with.
 func (c *Client) Head() blocks.Head { return c.head }
 
-// Candidate is one server as discovery saw it.
+// Candidate is one server as discovery saw it: a block server (a span;
+// takes hidden states over the session protocol) or a full-range replica
+// (span [0, L) of an OpenAI-compatible engine; takes text).
 type Candidate struct {
-	// Endpoint is the server's URLs.
+	// Endpoint is the server's URLs: for a block server its inference
+	// websocket (or libp2p://PEERID) and its info URL; for a replica
+	// (api.ReplicaEndpoint) Inference is the base of its OpenAI-compatible
+	// API, http://HOST:PORT.
 	Endpoint api.Endpoint
 	// Info is what the server advertised (valid when Err is nil).
+	// Info.FullRange marks a replica; Info.Provider is matched against
+	// trusted-provider allowlists.
 	Info api.Info
-	// RTT is the round trip of GET /v1/info (the faster of two), the
-	// client's estimate of t_cj before any step was timed.
+	// RTT is the round trip of reading its Info document (the faster of
+	// two), the client's estimate of t_cj before any step was timed.
 	RTT time.Duration
 	// Err says why the server cannot be used: unreachable, another model,
 	// another protocol version, or shutting down.
@@ -76,7 +81,7 @@ type Candidate struct {
 }
 
 // Usable reports whether the candidate can take sessions.
-func (c Candidate) Usable() bool { return c.Err == nil }
+func (c Candidate) Usable() bool { return c.Err == nil && c.Info.State == api.StateServing }
 
 // Candidates fetches the Info document (GET /v1/info, or the
 // WithInfoFetcher transport) of every candidate server concurrently,
@@ -133,13 +138,36 @@ func (c *Client) candidates(ctx context.Context, skip map[string]error) ([]Candi
 	return out, srcErr
 }
 
-// probe reads one server's info twice (the second on a warm connection)
-// and keeps the faster round trip as RTT.
+// probe reads one server's info with the client's fetcher and checks it
+// against the client's model.
 func (c *Client) probe(ctx context.Context, ep api.Endpoint) Candidate {
+	fetch := c.cfg.fetchInfo
+	if fetch == nil {
+		fetch = HTTPInfo(c.cfg.httpClient)
+	}
+	timeout := c.cfg.infoTimeout
+	return Probe(ctx, func(ctx context.Context, ep api.Endpoint) (api.Info, error) {
+		ctx, cancel := context.WithTimeout(ctx, timeout)
+		defer cancel()
+		return fetch(ctx, ep)
+	}, ep, c.model)
+}
+
+// Probe reads a server's Info document twice with fetch (the second read
+// on a warm connection) and keeps the faster round trip as the
+// candidate's RTT, then checks that the server can take sessions of model:
+// this protocol version, admitting sessions, and for a block server the
+// same model computation (name, shapes, RoPE, norm) over a span inside it,
+// for a full-range replica the same model name. The candidate's Err says
+// why not; fetch bounds each read (api.FetchInfo applies
+// api.DefaultInfoTimeout when ctx has no deadline).
+func Probe(ctx context.Context, fetch InfoFetcher, ep api.Endpoint, model swarm.ModelInfo) Candidate {
 	cand := Candidate{Endpoint: ep}
 	var best time.Duration
 	for i := range 2 {
-		info, rtt, err := c.fetchInfo(ctx, ep)
+		start := time.Now()
+		info, err := fetch(ctx, ep)
+		rtt := time.Since(start)
 		if err != nil {
 			cand.Err = err
 			return cand
@@ -150,66 +178,37 @@ func (c *Client) probe(ctx context.Context, ep api.Endpoint) Candidate {
 		cand.Info = info
 	}
 	cand.RTT = best
-	cand.Err = c.check(cand.Info)
+	cand.Err = check(model, cand.Info)
 	return cand
 }
 
-// fetchInfo reads one server's Info within the info timeout and returns
-// the time the read took.
-func (c *Client) fetchInfo(ctx context.Context, ep api.Endpoint) (api.Info, time.Duration, error) {
-	ctx, cancel := context.WithTimeout(ctx, c.cfg.infoTimeout)
-	defer cancel()
-	fetch := c.cfg.fetchInfo
-	if fetch == nil {
-		fetch = HTTPInfo(c.cfg.httpClient)
-	}
-	start := time.Now()
-	info, err := fetch(ctx, ep)
-	return info, time.Since(start), err
-}
-
-// HTTPInfo returns the default InfoFetcher: GET ep.Info with hc, the JSON
-// body (at most api.MaxInfoBytes) decoded as api.Info.
+// HTTPInfo returns the default InfoFetcher: api.FetchInfo of ep.Info with
+// hc.
 func HTTPInfo(hc *http.Client) InfoFetcher {
 	return func(ctx context.Context, ep api.Endpoint) (api.Info, error) {
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, ep.Info, nil)
-		if err != nil {
-			return api.Info{}, fmt.Errorf("client: %s: %w", ep.Info, err)
-		}
-		resp, err := hc.Do(req)
-		if err != nil {
-			return api.Info{}, fmt.Errorf("client: GET %s: %w", ep.Info, err)
-		}
-		defer resp.Body.Close()
-		body, err := io.ReadAll(io.LimitReader(resp.Body, api.MaxInfoBytes))
-		if err != nil {
-			return api.Info{}, fmt.Errorf("client: GET %s: %w", ep.Info, err)
-		}
-		if resp.StatusCode != http.StatusOK {
-			return api.Info{}, fmt.Errorf("client: GET %s: HTTP %s", ep.Info, resp.Status)
-		}
-		var info api.Info
-		if err := json.Unmarshal(body, &info); err != nil {
-			return api.Info{}, fmt.Errorf("client: GET %s: bad JSON: %w", ep.Info, err)
-		}
-		return info, nil
+		return api.FetchInfo(ctx, hc, ep.Info)
 	}
 }
 
-// check reports why a server's advertised info makes it unusable.
-func (c *Client) check(info api.Info) error {
+// check reports why a server's advertised info makes it unusable for
+// sessions of model.
+func check(model swarm.ModelInfo, info api.Info) error {
 	switch {
 	case info.ProtocolVersion != swarm.ProtocolVersion:
 		return fmt.Errorf("client: server speaks protocol version %d, this client %d", info.ProtocolVersion, swarm.ProtocolVersion)
 	case info.State != api.StateServing:
 		return fmt.Errorf("client: server is %q, not admitting sessions", info.State)
+	case info.FullRange && info.Model != model.Name:
+		return fmt.Errorf("%w: replica serves model %q, not %q", ErrModelMismatch, info.Model, model.Name)
 	case info.FullRange:
-		return fmt.Errorf("client: full-range (text) servers are not supported by this client")
+		return nil
+	case info.ModelInfo == nil:
+		return fmt.Errorf("%w: server advertises no model description", ErrModelMismatch)
 	}
-	if err := sameModel(c.model, info.ModelInfo); err != nil {
+	if err := sameModel(model, *info.ModelInfo); err != nil {
 		return err
 	}
-	if err := info.Span.Validate(c.model.NBlocks); err != nil {
+	if err := info.Span.Validate(model.NBlocks); err != nil {
 		return fmt.Errorf("client: server advertises span %s: %w", info.Span, err)
 	}
 	return nil
@@ -217,7 +216,9 @@ func (c *Client) check(info api.Info) error {
 
 // sameModel checks that a server's model computes the same blocks as the
 // client's: same name and the same shapes, RoPE and norm. The context
-// length, the storage of the embeddings and the file format may differ.
+// length, the storage dtype of the weights (the server's memory is routed
+// by what it advertises, routing.FromServerInfo), the storage of the
+// embeddings and the file format may differ.
 func sameModel(client, server swarm.ModelInfo) error {
 	type field struct {
 		name   string
@@ -249,18 +250,6 @@ func sameModel(client, server swarm.ModelInfo) error {
 		}
 	}
 	return nil
-}
-
-// usable returns the candidates that can take sessions, minus the
-// excluded endpoints.
-func usable(cands []Candidate, excluded map[string]error) []Candidate {
-	var out []Candidate
-	for _, c := range cands {
-		if c.Usable() && excluded[c.Endpoint.Inference] == nil {
-			out = append(out, c)
-		}
-	}
-	return out
 }
 
 // errCanceled reports whether err comes from a cancelled or expired

@@ -1,6 +1,7 @@
 package client_test
 
 import (
+	"context"
 	"math"
 	"path/filepath"
 	"testing"
@@ -51,17 +52,17 @@ func TestEnginePrefillMatchesDecode(t *testing.T) {
 			require.NoError(t, err)
 			var stepwise []float32
 			for p := range history {
-				y, err := decode.Forward(p, x[p*d:(p+1)*d], 1)
+				y, err := decode.Forward(context.Background(), p, x[p*d:(p+1)*d], 1)
 				require.NoError(t, err)
 				stepwise = append(stepwise, y...)
 			}
-			batched, err := prefill.Forward(0, x[:history*d], history)
+			batched, err := prefill.Forward(context.Background(), 0, x[:history*d], history)
 			require.NoError(t, err)
 			requireBits(t, stepwise, batched, "prefill outputs")
 			for p := history; p < history+after; p++ {
-				a, err := decode.Forward(p, x[p*d:(p+1)*d], 1)
+				a, err := decode.Forward(context.Background(), p, x[p*d:(p+1)*d], 1)
 				require.NoError(t, err)
-				b, err := prefill.Forward(p, x[p*d:(p+1)*d], 1)
+				b, err := prefill.Forward(context.Background(), p, x[p*d:(p+1)*d], 1)
 				require.NoError(t, err)
 				requireBits(t, a, b, "decode after the history")
 			}

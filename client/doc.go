@@ -19,6 +19,6 @@
 // reported compute time, paper 003 eq. 1) are measured for every hop and
 // kept in Stats.
 //
-// This package must never import server/ (other than server/api, the
-// protocol both ends share), registry/, sim/ or cmd/.
+// This package must never import server/, registry/, sim/ or cmd/: it
+// speaks to servers through api/, the protocol both ends share.
 package client

@@ -53,8 +53,7 @@ func (s *Session) Generate(ctx context.Context, prompt []int, maxTokens int, sam
 		start := time.Now()
 		last := start
 		index := 0
-		fw := forwarder{ctx: ctx, s: s}
-		_, err := blocks.Generate(ctx, head, fw, prompt, maxTokens, sampler, func(prev, next int) error {
+		_, err := blocks.Generate(ctx, head, s, prompt, maxTokens, sampler, func(prev, next int) error {
 			now := time.Now()
 			t := Token{ID: next, Index: index, Position: len(prompt) + index, Elapsed: now.Sub(start), Latency: now.Sub(last)}
 			if tok != nil {
@@ -78,14 +77,4 @@ func (s *Session) Generate(ctx context.Context, prompt []int, maxTokens int, sam
 			yield(Token{}, err)
 		}
 	}
-}
-
-// forwarder adapts a Session to blocks.Forwarder with a given context.
-type forwarder struct {
-	ctx context.Context
-	s   *Session
-}
-
-func (f forwarder) Forward(pos int, hidden []float32, nTokens int) ([]float32, error) {
-	return f.s.ForwardContext(f.ctx, pos, hidden, nTokens)
 }

@@ -13,10 +13,10 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/swarmllm/swarm/api"
 	"github.com/swarmllm/swarm/blocks/synth"
 	"github.com/swarmllm/swarm/client"
 	"github.com/swarmllm/swarm/server"
-	"github.com/swarmllm/swarm/server/api"
 	"github.com/swarmllm/swarm/swarm"
 )
 
@@ -191,15 +191,15 @@ func TestForwardArguments(t *testing.T) {
 	require.NoError(t, err)
 	x := make([]float32, 64)
 	for name, call := range map[string]func() error{
-		"short hidden":    func() error { _, err := sess.Forward(0, x[:10], 1); return err },
-		"zero tokens":     func() error { _, err := sess.Forward(0, nil, 0); return err },
-		"past max length": func() error { _, err := sess.Forward(8, x, 1); return err },
-		"gap":             func() error { _, err := sess.Forward(1, x, 1); return err },
-		"negative":        func() error { _, err := sess.Forward(-1, x, 1); return err },
+		"short hidden":    func() error { _, err := sess.Forward(context.Background(), 0, x[:10], 1); return err },
+		"zero tokens":     func() error { _, err := sess.Forward(context.Background(), 0, nil, 0); return err },
+		"past max length": func() error { _, err := sess.Forward(context.Background(), 8, x, 1); return err },
+		"gap":             func() error { _, err := sess.Forward(context.Background(), 1, x, 1); return err },
+		"negative":        func() error { _, err := sess.Forward(context.Background(), -1, x, 1); return err },
 	} {
 		require.ErrorIs(t, call(), client.ErrArgument, name)
 	}
-	y, err := sess.Forward(0, x, 1)
+	y, err := sess.Forward(context.Background(), 0, x, 1)
 	require.NoError(t, err)
 	require.Len(t, y, 64)
 	var g error
@@ -209,7 +209,7 @@ func TestForwardArguments(t *testing.T) {
 	require.ErrorIs(t, g, client.ErrArgument, "1 + 9 - 1 positions > 8")
 	require.NoError(t, sess.Close())
 	require.NoError(t, sess.Close(), "idempotent")
-	_, err = sess.Forward(0, x, 1)
+	_, err = sess.Forward(context.Background(), 0, x, 1)
 	require.ErrorIs(t, err, client.ErrClosed)
 	require.Empty(t, srv.srv.Info().Sessions, "Close released the server's session")
 }

@@ -10,7 +10,7 @@ import (
 
 	"github.com/gorilla/websocket"
 
-	"github.com/swarmllm/swarm/server/api"
+	"github.com/swarmllm/swarm/api"
 	"github.com/swarmllm/swarm/swarm"
 )
 
@@ -88,6 +88,7 @@ type config struct {
 	fetchInfo    InfoFetcher // nil: HTTPInfo(httpClient)
 	source       Source      // nil: only the servers given to New
 	onWait       func(WaitEvent)
+	onRoute      func(RouteEvent)
 }
 
 // Defaults, all in one place.
@@ -97,8 +98,8 @@ const (
 	// DefaultAllocTimeout is how long a server may queue a session for
 	// cache room (alloc_timeout of Open).
 	DefaultAllocTimeout = 30 * time.Second
-	// DefaultInfoTimeout bounds one GET /v1/info.
-	DefaultInfoTimeout = 10 * time.Second
+	// DefaultInfoTimeout bounds one read of a server's info document.
+	DefaultInfoTimeout = api.DefaultInfoTimeout
 	// DefaultMaxFailovers bounds the hop replacements of one session.
 	DefaultMaxFailovers = 16
 )
@@ -253,6 +254,27 @@ func WithSource(src Source) Option {
 func WithWaitHook(f func(WaitEvent)) Option {
 	return func(c *config) error {
 		c.onWait = f
+		return nil
+	}
+}
+
+// RouteEvent reports one run of Route (WS-RR) by the client: at Open (not
+// when OpenPlan was given a route) and at each failover.
+type RouteEvent struct {
+	// Need is the blocks routed: [0, L) at Open, a failed hop's at failover.
+	Need swarm.Span
+	// Plan is the route chosen (no hops when Err is not nil).
+	Plan Plan
+	// Err is Route's error.
+	Err error
+}
+
+// WithRouteHook calls f after every route the client computes (from the
+// goroutine opening or failing over the session); metrics and tests count
+// routing work with it.
+func WithRouteHook(f func(RouteEvent)) Option {
+	return func(c *config) error {
+		c.onRoute = f
 		return nil
 	}
 }

@@ -7,7 +7,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/swarmllm/swarm/server/api"
+	"github.com/swarmllm/swarm/api"
 	"github.com/swarmllm/swarm/swarm"
 )
 
@@ -18,11 +18,13 @@ var testModel = swarm.ModelInfo{Name: "m", NBlocks: 5, DModel: 64, BlockBytes: 1
 // cand builds a usable candidate hosting span with decode time tau per
 // block and RTT rtt, with room for many sessions.
 func cand(name string, span swarm.Span, tau float64, rtt time.Duration) Candidate {
+	model := testModel
 	return Candidate{
 		Endpoint: api.Endpoint{Inference: "ws://" + name + "/v1/inference", Info: "http://" + name + "/v1/info"},
 		Info: api.Info{
-			ServerInfo: swarm.ServerInfo{ID: name, Model: "m", Span: span, Tau: tau, MemoryBytes: 1 << 30},
-			ModelInfo:  testModel, State: api.StateServing, MaxLength: 512,
+			ServerInfo: swarm.ServerInfo{ID: name, Model: "m", Span: span, Tau: tau, MemoryBytes: 1 << 30,
+				CacheBytesCapacity: 1<<30 - int64(span.Len())*testModel.BlockBytes, CacheBytesPerToken: testModel.CacheBytesPerToken},
+			ModelInfo: &model, State: api.StateServing, MaxLength: 512,
 		},
 		RTT: rtt,
 	}
@@ -78,11 +80,11 @@ func TestRouteWSRR(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			hops, err := route(testModel, tt.cands, nil, tt.need, 100)
+			plan, err := Route(RouteRequest{Model: testModel, Need: tt.need, MaxLength: 100}, tt.cands)
 			require.NoError(t, err)
 			var got []string
-			for _, h := range hops {
-				got = append(got, h.cand.Info.ID+" "+h.span.String())
+			for _, h := range plan.Hops {
+				got = append(got, h.Candidate.Info.ID+" "+h.Span.String())
 			}
 			require.Equal(t, tt.want, got)
 		})
@@ -96,17 +98,17 @@ func TestRouteWaiting(t *testing.T) {
 	full := cand("full", swarm.Span{Start: 0, End: 5}, 1e-5, time.Millisecond)
 	// Room for exactly one session of 100 tokens over 5 blocks, held by a
 	// session with 30 s left.
-	full.Info.MemoryBytes = 5*testModel.BlockBytes + 5*testModel.CacheBytes(100)
+	full.Info.CacheBytesCapacity = 5 * testModel.CacheBytes(100)
 	full.Info.Sessions = []swarm.SessionLoad{{Remaining: 30, Caches: 5}}
 	free := cand("free", swarm.Span{Start: 0, End: 5}, 1e-4, 2*time.Millisecond)
-	hops, err := route(testModel, []Candidate{full, free}, nil, testModel.Blocks(), 100)
+	plan, err := Route(RouteRequest{Model: testModel, Need: testModel.Blocks(), MaxLength: 100}, []Candidate{full, free})
 	require.NoError(t, err)
-	require.Len(t, hops, 1)
-	require.Equal(t, "free", hops[0].cand.Info.ID)
+	require.Len(t, plan.Hops, 1)
+	require.Equal(t, "free", plan.Hops[0].Candidate.Info.ID)
 
 	tiny := cand("tiny", swarm.Span{Start: 0, End: 5}, 1e-5, time.Millisecond)
-	tiny.Info.MemoryBytes = 5*testModel.BlockBytes + 10
-	_, err = route(testModel, []Candidate{tiny}, nil, testModel.Blocks(), 100)
+	tiny.Info.CacheBytesCapacity = 10
+	_, err = Route(RouteRequest{Model: testModel, Need: testModel.Blocks(), MaxLength: 100}, []Candidate{tiny})
 	require.ErrorIs(t, err, ErrNoChain)
 	var nc *NoChainError
 	require.ErrorAs(t, err, &nc)
@@ -123,18 +125,18 @@ func TestRouteNoChain(t *testing.T) {
 	short := cand("s", swarm.Span{Start: 2, End: 4}, 1e-4, time.Millisecond)
 	short.Info.MaxLength = 64
 	excluded := map[string]error{failed.Endpoint.Inference: errors.New("step timed out")}
-	_, err := route(testModel, []Candidate{a, b, down, failed, short}, excluded, testModel.Blocks(), 100)
+	_, err := Route(RouteRequest{Model: testModel, Need: testModel.Blocks(), MaxLength: 100, Exclude: excluded}, []Candidate{a, b, down, failed, short})
 	var nc *NoChainError
 	require.ErrorAs(t, err, &nc)
 	require.Equal(t, []swarm.Span{{Start: 2, End: 4}}, nc.Uncovered)
 	require.Equal(t, "client: no chain of servers covers blocks 0:5: no usable server hosts blocks 2:4 (left out: "+
-		"ws://s/v1/inference: sessions of at most 64 tokens, this one needs 100; "+
-		"ws://down/v1/inference: connection refused; ws://c/v1/inference: failed earlier: step timed out)", err.Error())
+		"ws://down/v1/inference: connection refused; ws://c/v1/inference: failed earlier: step timed out; "+
+		"ws://s/v1/inference: sessions of at most 64 tokens, this one needs 100)", err.Error())
 
-	_, err = route(testModel, []Candidate{b}, nil, testModel.Blocks(), 100)
+	_, err = Route(RouteRequest{Model: testModel, Need: testModel.Blocks(), MaxLength: 100}, []Candidate{b})
 	require.ErrorAs(t, err, &nc)
 	require.Equal(t, []swarm.Span{{Start: 0, End: 4}}, nc.Uncovered)
-	_, err = route(testModel, nil, nil, swarm.Span{Start: 3, End: 5}, 100)
+	_, err = Route(RouteRequest{Model: testModel, Need: swarm.Span{Start: 3, End: 5}, MaxLength: 100}, nil)
 	require.ErrorAs(t, err, &nc)
 	require.Equal(t, []swarm.Span{{Start: 3, End: 5}}, nc.Uncovered)
 }
@@ -159,4 +161,49 @@ func TestSameModel(t *testing.T) {
 		require.ErrorIs(t, err, ErrModelMismatch, name)
 		require.ErrorContains(t, err, "server's "+name, name)
 	}
+}
+
+// TestRouteByAdvertisedCapacity checks that a server is routed by the
+// attention-cache capacity and per-token cache bytes IT advertises, not by
+// the client's copy of the model: a Q8_0 server (its weights a quarter of
+// the client's f32 ones) with an f16 attention cache (128 bytes per block
+// per token, the client's model says 256) and room for exactly two
+// sessions of 100 tokens over 5 blocks.
+func TestRouteByAdvertisedCapacity(t *testing.T) {
+	serverModel := testModel
+	serverModel.DType, serverModel.BlockBytes, serverModel.CacheBytesPerToken = swarm.DTypeQ8_0, testModel.BlockBytes/4, 128
+	q8 := cand("q8", swarm.Span{Start: 0, End: 5}, 1e-5, time.Millisecond)
+	q8.Info.ModelInfo = &serverModel
+	q8.Info.CacheBytesPerToken = 128
+	q8.Info.CacheBytesCapacity = 2 * 5 * 128 * 100
+	// By the client's model these bytes hold less than one block's f32
+	// weights: no room at all, and half the room by its cache bytes.
+	q8.Info.MemoryBytes = 5*serverModel.BlockBytes + q8.Info.CacheBytesCapacity
+	require.Less(t, q8.Info.MemoryBytes, 5*testModel.BlockBytes)
+
+	// A slower server with plenty of room: chosen only while q8 is full.
+	slow := cand("slow", swarm.Span{Start: 0, End: 5}, 1e-3, time.Millisecond)
+	req := RouteRequest{Model: testModel, Need: testModel.Blocks(), MaxLength: 100}
+
+	for _, tt := range []struct {
+		held int // sessions of 5 block caches open at q8, 30 s left each
+		want string
+	}{
+		{0, "q8"},
+		{1, "q8"}, // the client's 256 bytes per token would make q8 full here
+		{2, "slow"},
+	} {
+		q8.Info.Sessions = nil
+		for range tt.held {
+			q8.Info.Sessions = append(q8.Info.Sessions, swarm.SessionLoad{Remaining: 30, Caches: 5})
+		}
+		plan, err := Route(req, []Candidate{q8, slow})
+		require.NoError(t, err)
+		require.Len(t, plan.Hops, 1)
+		require.Equalf(t, tt.want, plan.Hops[0].Candidate.Info.ID, "%d sessions held at q8", tt.held)
+	}
+	// Alone, a full q8 is still a route (the session waits, eq. 20).
+	plan, err := Route(req, []Candidate{q8})
+	require.NoError(t, err)
+	require.Equal(t, "q8", plan.Hops[0].Candidate.Info.ID)
 }

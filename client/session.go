@@ -58,7 +58,6 @@ func (h *hop) truncate(pos, d int) {
 // (Stats may be called from any).
 type Session struct {
 	c         *Client
-	ctx       context.Context // for Forward, which takes none
 	maxLength int
 	d         int
 
@@ -74,35 +73,53 @@ type Session struct {
 
 // Open opens a session of up to maxLength tokens (prompt plus generated):
 // it discovers the candidates, chooses a chain covering all blocks with
-// WS-RR, and opens a session at each hop (waiting up to the alloc timeout
-// where a server queues it). A server that cannot open its part is left
-// out and the chain chosen again. ctx bounds the opening and becomes the
-// context of Forward (ForwardContext takes its own).
+// WS-RR (Route), and opens a session at each hop (waiting up to the alloc
+// timeout where a server queues it). A server that cannot open its part is
+// left out and the chain chosen again. ctx bounds the opening only; each
+// Forward takes its own.
 //
 // Errors: *NoChainError (errors.Is ErrNoChain) naming the uncovered blocks
 // and the servers left out; ErrArgument for maxLength < 1; ctx.Err().
 func (c *Client) Open(ctx context.Context, maxLength int) (*Session, error) {
+	return c.OpenPlan(ctx, Plan{}, maxLength)
+}
+
+// OpenPlan opens a session of up to maxLength tokens on a route already
+// chosen from probed candidates (Route; the ingress routes before it
+// opens): no candidate is probed and no route computed unless a planned
+// server cannot open its part, in which case it is left out and the
+// session falls back to Open's discovery and routing. A Plan without hops
+// is Open. The plan must be a chain of block servers covering [0, L).
+//
+// Errors: as Open's, and ErrArgument for a plan that is not such a chain.
+func (c *Client) OpenPlan(ctx context.Context, plan Plan, maxLength int) (*Session, error) {
 	if maxLength < 1 {
 		return nil, fmt.Errorf("%w: max length %d, want >= 1", ErrArgument, maxLength)
 	}
 	if c.model.MaxSeqLen > 0 && maxLength > c.model.MaxSeqLen {
 		return nil, fmt.Errorf("%w: max length %d exceeds the model's context of %d tokens", ErrArgument, maxLength, c.model.MaxSeqLen)
 	}
-	s := &Session{c: c, ctx: ctx, maxLength: maxLength, d: c.model.DModel, excluded: map[string]error{}}
+	if err := c.checkPlan(plan); err != nil {
+		return nil, err
+	}
+	s := &Session{c: c, maxLength: maxLength, d: c.model.DModel, excluded: map[string]error{}}
 	whole := c.model.Blocks()
 	for {
-		cands, srcErr := c.candidates(ctx, s.excluded)
-		if err := ctx.Err(); err != nil {
-			return nil, fmt.Errorf("client: open: %w", err)
+		if len(plan.Hops) == 0 {
+			cands, srcErr := c.candidates(ctx, s.excluded)
+			if err := ctx.Err(); err != nil {
+				return nil, fmt.Errorf("client: open: %w", err)
+			}
+			if srcErr != nil {
+				return nil, srcErr
+			}
+			var err error
+			plan, err = c.route(RouteRequest{Model: c.model, Need: whole, MaxLength: maxLength, Exclude: s.excluded}, cands)
+			if err != nil {
+				return nil, err
+			}
 		}
-		if srcErr != nil {
-			return nil, srcErr
-		}
-		plan, err := route(c.model, cands, s.excluded, whole, maxLength)
-		if err != nil {
-			return nil, err
-		}
-		hops, failed, err := s.openHops(ctx, plan)
+		hops, failed, err := s.openHops(ctx, plan.Hops)
 		if err == nil {
 			s.hops = hops
 			c.cfg.log.Info("session open", "chain", chainString(hops))
@@ -113,34 +130,57 @@ func (c *Client) Open(ctx context.Context, maxLength int) (*Session, error) {
 		}
 		c.cfg.log.Warn("server cannot open its part of the chain: choosing again without it", "server", failed, "err", err)
 		s.excluded[failed] = err
+		plan = Plan{}
 	}
+}
+
+// checkPlan checks that a plan given to OpenPlan is empty or a chain of
+// block servers covering the client's model, hop after hop.
+func (c *Client) checkPlan(plan Plan) error {
+	if len(plan.Hops) == 0 {
+		return nil
+	}
+	next := 0
+	for _, h := range plan.Hops {
+		if h.Candidate.Info.FullRange || h.Span.Start != next || h.Span.Empty() {
+			return fmt.Errorf("%w: plan %s is not a chain of block servers over blocks %s", ErrArgument, plan, c.model.Blocks())
+		}
+		next = h.Span.End
+	}
+	if next != c.model.NBlocks {
+		return fmt.Errorf("%w: plan %s ends at block %d, the model has %d", ErrArgument, plan, next, c.model.NBlocks)
+	}
+	return nil
+}
+
+// route runs Route and reports it to the route hook.
+func (c *Client) route(req RouteRequest, cands []Candidate) (Plan, error) {
+	p, err := Route(req, cands)
+	if c.cfg.onRoute != nil {
+		c.cfg.onRoute(RouteEvent{Need: req.Need, Plan: p, Err: err})
+	}
+	return p, err
 }
 
 // openHops opens a session at every planned hop. On failure it closes the
 // ones opened and returns the endpoint that failed.
-func (s *Session) openHops(ctx context.Context, plan []plannedHop) ([]*hop, string, error) {
+func (s *Session) openHops(ctx context.Context, plan []Hop) ([]*hop, string, error) {
 	hops := make([]*hop, 0, len(plan))
 	for _, p := range plan {
-		conn, err := openHop(ctx, &s.c.cfg, p.cand.Endpoint, s.c.model.Name, p.span, s.maxLength, s.d)
+		conn, err := openHop(ctx, &s.c.cfg, p.Candidate.Endpoint, s.c.model.Name, p.Span, s.maxLength, s.d)
 		if err != nil {
 			for _, h := range hops {
 				h.conn.abort()
 			}
-			return nil, p.cand.Endpoint.Inference, err
+			return nil, p.Candidate.Endpoint.Inference, err
 		}
-		hops = append(hops, &hop{cand: p.cand, span: p.span, conn: conn})
+		hops = append(hops, &hop{cand: p.Candidate, span: p.Span, conn: conn})
 	}
 	return hops, "", nil
 }
 
-// Forward runs hidden states [nTokens, DModel] at positions
-// pos..pos+nTokens-1 through all blocks, hop by hop, with the context given
-// to Open. See ForwardContext.
-func (s *Session) Forward(pos int, hidden []float32, nTokens int) ([]float32, error) {
-	return s.ForwardContext(s.ctx, pos, hidden, nTokens)
-}
-
-// ForwardContext sends the hidden states to each hop of the chain in turn
+// Forward sends the hidden states [nTokens, DModel] at positions
+// pos..pos+nTokens-1 to each hop of the chain in turn
 // (hub-spoke) and returns the last hop's output [nTokens, DModel]. pos may
 // be below the session's length (the hops truncate their caches). When a
 // hop fails (connection lost, step timeout, ShuttingDown/Internal/
@@ -153,7 +193,7 @@ func (s *Session) Forward(pos int, hidden []float32, nTokens int) ([]float32, er
 // Errors: ErrArgument (positions, shape), ErrClosed, ErrFailover (wrapping
 // the hop's error and *NoChainError) when no replacement works, a
 // *wire.Error for a request the server rejects, ctx.Err().
-func (s *Session) ForwardContext(ctx context.Context, pos int, hidden []float32, nTokens int) ([]float32, error) {
+func (s *Session) Forward(ctx context.Context, pos int, hidden []float32, nTokens int) ([]float32, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	switch {
@@ -222,7 +262,7 @@ func (s *Session) failover(ctx context.Context, i, pos int, cause error) error {
 		if srcErr != nil {
 			return fmt.Errorf("%w: hop %d at %s (blocks %s) failed: %w; %w", ErrFailover, i, url, failed.span, cause, srcErr)
 		}
-		plan, err := route(s.c.model, cands, s.excluded, failed.span, s.maxLength)
+		plan, err := s.c.route(RouteRequest{Model: s.c.model, Need: failed.span, MaxLength: s.maxLength, Exclude: s.excluded}, cands)
 		if err != nil {
 			return fmt.Errorf("%w: hop %d at %s (blocks %s) failed: %w; no replacement: %w", ErrFailover, i, url, failed.span, cause, err)
 		}
@@ -244,8 +284,8 @@ func (s *Session) failover(ctx context.Context, i, pos int, cause error) error {
 // replace opens the planned hops and replays the failed hop's history
 // through them in order. On failure it closes what it opened and returns
 // the endpoint that failed.
-func (s *Session) replace(ctx context.Context, plan []plannedHop, failed *hop) ([]*hop, string, error) {
-	hops, bad, err := s.openHops(ctx, plan)
+func (s *Session) replace(ctx context.Context, plan Plan, failed *hop) ([]*hop, string, error) {
+	hops, bad, err := s.openHops(ctx, plan.Hops)
 	if err != nil {
 		return nil, bad, err
 	}

@@ -4,8 +4,8 @@ import (
 	"context"
 	"sync"
 
+	"github.com/swarmllm/swarm/api"
 	"github.com/swarmllm/swarm/client"
-	"github.com/swarmllm/swarm/server/api"
 	"github.com/swarmllm/swarm/swarm/wire"
 )
 

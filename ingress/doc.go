@@ -15,7 +15,7 @@
 // OpenAI-compatible HTTP API) and ingress/petals (the PETALS-compatible
 // websocket API); both drive a Gateway.
 //
-// This package must never import server/ (other than server/api, the
-// protocol document both ends share), registry/, sim/, cmd/ or its own
-// front-end subpackages.
+// This package must never import server/, registry/, node/, sim/, cmd/ or
+// its own front-end subpackages: it reads servers through api/, the
+// protocol both ends share.
 package ingress

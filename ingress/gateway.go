@@ -136,7 +136,7 @@ type probe struct {
 	// Guarded by mu: the last probe and its time, and whether a refresh
 	// runs in the background.
 	atLocked         time.Time
-	candsLocked      []Candidate
+	candsLocked      []client.Candidate
 	refreshingLocked bool
 }
 
@@ -220,7 +220,7 @@ func (g *Gateway) RecordError(api, code string) { g.metrics.errors.WithLabelValu
 // than Refresh is returned as is while one background probe refreshes it
 // (so that concurrent requests never queue behind a probe); the first call
 // and fresh (a retry after a failure) probe synchronously.
-func (g *Gateway) Candidates(ctx context.Context, m Model, fresh bool) []Candidate {
+func (g *Gateway) Candidates(ctx context.Context, m Model, fresh bool) []client.Candidate {
 	g.mu.Lock()
 	p := g.cacheLocked[m.Name]
 	if p == nil {
@@ -235,6 +235,7 @@ func (g *Gateway) Candidates(ctx context.Context, m Model, fresh bool) []Candida
 			p.refreshingLocked = true
 			g.wg.Go(func() {
 				c := g.cfg.Source.Candidates(g.ctx, m.Head)
+				g.metrics.probes.WithLabelValues(m.Name).Inc()
 				p.mu.Lock()
 				defer p.mu.Unlock()
 				p.refreshingLocked = false
@@ -248,6 +249,7 @@ func (g *Gateway) Candidates(ctx context.Context, m Model, fresh bool) []Candida
 	}
 	p.mu.Unlock()
 	c := g.cfg.Source.Candidates(ctx, m.Head)
+	g.metrics.probes.WithLabelValues(m.Name).Inc()
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.candsLocked, p.atLocked = c, g.cfg.Now()
@@ -281,7 +283,7 @@ func (g *Gateway) Open(ctx context.Context, req SessionRequest) (*Session, error
 	if ctxLen := m.Head.Info().MaxSeqLen; req.MaxLength < 1 || (ctxLen > 0 && req.MaxLength > ctxLen) {
 		return nil, fmt.Errorf("%w: max_length %d, want 1 to the model's context %d", ErrBadRequest, req.MaxLength, ctxLen)
 	}
-	s := &Session{g: g, m: m, req: req, exclude: map[string]bool{}, arrival: g.cfg.Now()}
+	s := &Session{g: g, m: m, req: req, exclude: map[string]error{}, arrival: g.cfg.Now()}
 	if err := s.open(ctx, false); err != nil {
 		return nil, err
 	}

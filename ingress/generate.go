@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -20,8 +21,8 @@ type Session struct {
 	m       Model
 	req     SessionRequest
 	inner   session
-	plan    Plan
-	exclude map[string]bool
+	plan    client.Plan
+	exclude map[string]error
 	// arrival is when the request arrived, for the first call's TTFT.
 	arrival time.Time
 	// text is the session's whole text so far (inputs and outputs), for
@@ -64,7 +65,7 @@ type Result struct {
 }
 
 // Plan returns the current route.
-func (s *Session) Plan() Plan { return s.plan }
+func (s *Session) Plan() client.Plan { return s.plan }
 
 // Route names the current route: the replica, or the chain's hops as the
 // client opened them.
@@ -89,24 +90,31 @@ func (s *Session) Close() error {
 	return err
 }
 
-// open routes the session and opens it on the chosen route.
+// open routes the session (one probe round, at most, and one WS-RR run:
+// Choose) and opens it on the chosen route; a chain's client opens the
+// planned hops as they are (client.OpenPlan) and probes again only to
+// replace a server that fails.
 func (s *Session) open(ctx context.Context, fresh bool) error {
 	info := s.m.Head.Info()
 	cands := s.g.Candidates(ctx, s.m, fresh)
 	plan, err := Choose(info, cands, s.req.Providers, s.exclude, s.req.MaxLength)
+	s.g.metrics.routes.WithLabelValues(s.m.Name).Inc()
 	if err != nil {
 		return err
 	}
-	if plan.Replica != nil {
-		s.inner, s.plan = &replicaSession{c: *plan.Replica, http: s.g.http}, plan
-		s.g.log.Debug("routed", "model", s.m.Name, "route", plan.String(), "cost", plan.Route.Cost)
+	if rep := plan.Replica(); rep != nil {
+		s.inner, s.plan = &replicaSession{c: *rep, http: s.g.http}, plan
+		s.g.log.Debug("routed", "model", s.m.Name, "route", plan.String(), "cost", plan.Cost)
 		return nil
 	}
-	c, err := s.g.cfg.Source.Client(s.m.Head, s.req.Providers, plan.Blocks, s.g.cfg.ClientOptions...)
+	opts := append(slices.Clone(s.g.cfg.ClientOptions), client.WithRouteHook(func(client.RouteEvent) {
+		s.g.metrics.routes.WithLabelValues(s.m.Name).Inc()
+	}))
+	c, err := s.g.cfg.Source.Client(s.m.Head, s.req.Providers, chainCandidates(cands, s.req.Providers), opts...)
 	if err != nil {
 		return fmt.Errorf("%w: %w", ErrUpstream, err)
 	}
-	cs, err := c.Open(ctx, s.req.MaxLength)
+	cs, err := c.OpenPlan(ctx, plan, s.req.MaxLength)
 	if err != nil {
 		if errors.Is(err, client.ErrNoChain) {
 			return fmt.Errorf("%w: %w", ErrNoRoute, err)
@@ -117,7 +125,7 @@ func (s *Session) open(ctx context.Context, fresh bool) error {
 		return fmt.Errorf("%w: opening the chain: %w", ErrUpstream, err)
 	}
 	s.inner, s.plan = &chainSession{head: s.m.Head, sess: cs, maxLength: s.req.MaxLength}, plan
-	s.g.log.Debug("routed", "model", s.m.Name, "route", s.Route(), "cost", plan.Route.Cost)
+	s.g.log.Debug("routed", "model", s.m.Name, "route", s.Route(), "cost", plan.Cost)
 	return nil
 }
 
@@ -259,8 +267,8 @@ func (s *Session) generate(ctx context.Context, p GenerateParams, start time.Tim
 		var ids []int
 		if cs, ok := s.inner.(*chainSession); ok {
 			ids = cs.history
-		} else if s.plan.Replica != nil {
-			s.exclude[s.plan.Replica.Endpoint] = true
+		} else if rep := s.plan.Replica(); rep != nil {
+			s.exclude[rep.Endpoint.Inference] = err
 		}
 		s.inner.close()
 		s.inner = nil

@@ -12,6 +12,8 @@ type metrics struct {
 	tpot        *prometheus.HistogramVec
 	errors      *prometheus.CounterVec
 	retries     *prometheus.CounterVec
+	probes      *prometheus.CounterVec
+	routes      *prometheus.CounterVec
 	inflight    *prometheus.GaugeVec
 	keyRequests *prometheus.CounterVec
 	keyTokens   *prometheus.CounterVec
@@ -48,6 +50,14 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Name: "swarm_ingress_retries_total",
 			Help: "Requests re-routed after a server failed, by model.",
 		}, []string{"model"}),
+		probes: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "swarm_ingress_probe_rounds_total",
+			Help: "Rounds of probing every candidate server's info document (the source's Candidates), by model.",
+		}, []string{"model"}),
+		routes: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "swarm_ingress_routings_total",
+			Help: "Route computations (WS-RR runs) for sessions opened through the ingress, by the ingress and by its clients' failovers, by model.",
+		}, []string{"model"}),
 		inflight: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "swarm_ingress_inflight_requests",
 			Help: "Generation requests in progress, by model.",
@@ -61,6 +71,6 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Help: "Tokens per API key name and kind (prompt, completion).",
 		}, []string{"key", "kind"}),
 	}
-	reg.MustRegister(m.requests, m.tokens, m.ttft, m.tpot, m.errors, m.retries, m.inflight, m.keyRequests, m.keyTokens)
+	reg.MustRegister(m.requests, m.tokens, m.ttft, m.tpot, m.errors, m.retries, m.probes, m.routes, m.inflight, m.keyRequests, m.keyTokens)
 	return m
 }

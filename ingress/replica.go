@@ -10,6 +10,8 @@ import (
 	"net/http"
 
 	sse "github.com/tmaxmax/go-sse"
+
+	"github.com/swarmllm/swarm/client"
 )
 
 // replicaSession generates by forwarding text to a full-range replica's
@@ -19,7 +21,7 @@ import (
 // input; engines with prefix caching (vLLM, SGLang, llama.cpp) reuse their
 // attention cache for it.
 type replicaSession struct {
-	c    Candidate
+	c    client.Candidate
 	http *http.Client
 	// text is the session's text so far: inputs and outputs.
 	text string
@@ -67,7 +69,7 @@ func (s *replicaSession) run(ctx context.Context, in input, maxTokens int, sp sa
 		return out, nil
 	}
 	req := completionRequest{
-		Model: s.c.BackendModel, Prompt: prompt, MaxTokens: maxTokens,
+		Model: s.c.Info.BackendModel, Prompt: prompt, MaxTokens: maxTokens,
 		Temperature: sp.cfg.Temperature, TopP: sp.cfg.TopP, TopK: sp.cfg.TopK,
 		Stream: true, StreamOptions: map[string]any{"include_usage": true},
 	}
@@ -83,35 +85,35 @@ func (s *replicaSession) run(ctx context.Context, in input, maxTokens int, sp sa
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel() // on a stop sequence this ends the engine's generation
-	hr, err := http.NewRequestWithContext(ctx, http.MethodPost, s.c.Endpoint+"/v1/completions", bytes.NewReader(body))
+	hr, err := http.NewRequestWithContext(ctx, http.MethodPost, s.c.Endpoint.Inference+"/v1/completions", bytes.NewReader(body))
 	if err != nil {
 		return out, err
 	}
 	hr.Header.Set("Content-Type", "application/json")
 	resp, err := s.http.Do(hr)
 	if err != nil {
-		return out, fmt.Errorf("%w: replica %s: %w", ErrUpstream, s.c.Endpoint, err)
+		return out, fmt.Errorf("%w: replica %s: %w", ErrUpstream, s.c.Endpoint.Inference, err)
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
 		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
-		return out, fmt.Errorf("%w: replica %s: HTTP %s: %s", ErrUpstream, s.c.Endpoint, resp.Status, bytes.TrimSpace(msg))
+		return out, fmt.Errorf("%w: replica %s: HTTP %s: %s", ErrUpstream, s.c.Endpoint.Inference, resp.Status, bytes.TrimSpace(msg))
 	}
 	var generated []byte
 	defer func() { s.text = prompt + string(generated) }()
 	for ev, err := range sse.Read(resp.Body, &sse.ReadConfig{MaxEventSize: 1 << 20}) {
 		if err != nil {
-			return out, fmt.Errorf("%w: replica %s: reading the stream: %w", ErrUpstream, s.c.Endpoint, err)
+			return out, fmt.Errorf("%w: replica %s: reading the stream: %w", ErrUpstream, s.c.Endpoint.Inference, err)
 		}
 		if ev.Data == "[DONE]" {
 			return out, nil
 		}
 		var ch completionChunk
 		if err := json.Unmarshal([]byte(ev.Data), &ch); err != nil {
-			return out, fmt.Errorf("%w: replica %s: bad event %q: %w", ErrUpstream, s.c.Endpoint, ev.Data, err)
+			return out, fmt.Errorf("%w: replica %s: bad event %q: %w", ErrUpstream, s.c.Endpoint.Inference, ev.Data, err)
 		}
 		if ch.Error != nil {
-			return out, fmt.Errorf("%w: replica %s: %s", ErrUpstream, s.c.Endpoint, ch.Error.Message)
+			return out, fmt.Errorf("%w: replica %s: %s", ErrUpstream, s.c.Endpoint.Inference, ch.Error.Message)
 		}
 		if ch.Usage != nil {
 			out.promptTokens = ch.Usage.PromptTokens
@@ -136,5 +138,5 @@ func (s *replicaSession) run(ctx context.Context, in input, maxTokens int, sp sa
 	if ctx.Err() != nil {
 		return out, ctx.Err()
 	}
-	return out, fmt.Errorf("%w: replica %s: stream ended without [DONE]", ErrUpstream, s.c.Endpoint)
+	return out, fmt.Errorf("%w: replica %s: stream ended without [DONE]", ErrUpstream, s.c.Endpoint.Inference)
 }

@@ -10,10 +10,10 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/swarmllm/swarm/api"
 	"github.com/swarmllm/swarm/blocks"
 	"github.com/swarmllm/swarm/ingress"
 	"github.com/swarmllm/swarm/ingress/ingresstest"
-	"github.com/swarmllm/swarm/server/api"
 	"github.com/swarmllm/swarm/swarm"
 )
 
@@ -27,11 +27,11 @@ func brokenReplica(t *testing.T, pieces []string) string {
 	mux := http.NewServeMux()
 	var url string
 	mux.HandleFunc("GET /v1/info", func(w http.ResponseWriter, _ *http.Request) {
-		_ = json.NewEncoder(w).Encode(ingress.ReplicaInfo{BackendModel: "engine-model", Info: api.Info{
+		_ = json.NewEncoder(w).Encode(api.Info{BackendModel: "engine-model",
 			State: api.StateServing, MaxLength: 512,
 			ServerInfo: swarm.ServerInfo{ID: url, Model: "stories260K", Span: swarm.Span{Start: 0, End: 5}, FullRange: true,
 				Tau: 1e-9, ProtocolVersion: swarm.ProtocolVersion},
-		}})
+		})
 	})
 	mux.HandleFunc("POST /v1/completions", func(w http.ResponseWriter, r *http.Request) {
 		var req map[string]any

@@ -103,7 +103,7 @@ func (s *chainSession) run(ctx context.Context, in input, maxTokens int, sp samp
 		if err != nil {
 			return out, fmt.Errorf("%w: %w", ErrBadRequest, err)
 		}
-		y, err := s.sess.ForwardContext(ctx, s.pos, x, len(feed))
+		y, err := s.sess.Forward(ctx, s.pos, x, len(feed))
 		if err != nil {
 			return out, err
 		}

@@ -2,54 +2,17 @@ package ingress
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
-	"net/url"
 	"slices"
 	"strings"
 	"sync"
-	"time"
 
+	"github.com/swarmllm/swarm/api"
 	"github.com/swarmllm/swarm/blocks"
 	"github.com/swarmllm/swarm/client"
-	"github.com/swarmllm/swarm/server/api"
 	"github.com/swarmllm/swarm/swarm"
 )
-
-// Candidate is one server that may serve a model: a block server (a span of
-// blocks; takes hidden states over the session wire protocol) or a
-// full-range replica (span [0, L) of an OpenAI-compatible engine; takes
-// text).
-type Candidate struct {
-	// Endpoint is where the server is reached: ws://HOST:PORT/v1/inference
-	// for a block server; http://HOST:PORT, the base of its OpenAI-compatible
-	// API (/v1/completions), for a replica.
-	Endpoint string
-	// Info is what the server advertises (valid when Err is nil).
-	// Info.FullRange marks a replica; Info.Provider is matched against the
-	// request's trusted-provider allowlist.
-	Info swarm.ServerInfo
-	// State is api.StateServing or api.StateDraining.
-	State string
-	// BackendModel is the model id a replica's engine expects in the
-	// "model" field of its requests (from its /v1/models); empty for block
-	// servers.
-	BackendModel string
-	// MaxLength is the longest session in tokens the server accepts; 0 if
-	// unknown.
-	MaxLength int
-	// RTT is the round trip of the server's GET /v1/info: the estimate of
-	// t_cj (paper 003 eq. 1) before any step was timed.
-	RTT time.Duration
-	// Err says why the server cannot be used now (unreachable, another
-	// model, another protocol version); nil if usable.
-	Err error
-}
-
-// Usable reports whether the candidate can take requests now.
-func (c Candidate) Usable() bool { return c.Err == nil && c.State == api.StateServing }
 
 // Source lists the candidate servers of a model. The static source is a
 // fixed list of addresses; a registry-backed source reads the signed CRDT
@@ -59,44 +22,28 @@ type Source interface {
 	// Candidates returns the block servers and replicas that serve the
 	// model whose head is given, each with its advertised state and
 	// measured RTT, unusable ones included with Err set.
-	Candidates(ctx context.Context, head blocks.Head) []Candidate
+	Candidates(ctx context.Context, head blocks.Head) []client.Candidate
 	// Client returns a client that opens sessions over the allowed block
 	// servers: those given (usable, allowed, chosen by Candidates), and for
 	// a source that tracks membership (the registry) also servers of the
 	// allowed providers (nil allow: any) that join later, for failover.
-	Client(head blocks.Head, allow []string, servers []Candidate, opts ...client.Option) (*client.Client, error)
+	Client(head blocks.Head, allow []string, servers []client.Candidate, opts ...client.Option) (*client.Client, error)
 }
 
-// FromClient converts the client package's view of block servers.
-func FromClient(cands []client.Candidate) []Candidate {
-	out := make([]Candidate, len(cands))
-	for i, cc := range cands {
-		out[i] = Candidate{Endpoint: cc.Endpoint.Inference, Info: cc.Info.ServerInfo, State: cc.Info.State,
-			MaxLength: cc.Info.MaxLength, RTT: cc.RTT, Err: cc.Err}
+// ProbeReplica reads a replica's info document at base ("http://HOST:PORT")
+// twice through hc (the faster round trip is its RTT) and checks that it is
+// a full-range replica of the model with this protocol version (Err says
+// why not).
+func ProbeReplica(ctx context.Context, hc *http.Client, base string, model swarm.ModelInfo) client.Candidate {
+	ep, err := api.ReplicaEndpoint(base)
+	if err != nil {
+		return client.Candidate{Endpoint: api.Endpoint{Inference: base}, Err: err}
 	}
-	return out
-}
-
-// ProbeReplica reads a replica's GET /v1/info (twice; the faster round trip
-// is its RTT) and checks that it is a full-range replica of the model with
-// this protocol version (Err says why not).
-func ProbeReplica(ctx context.Context, hc *http.Client, base string, model swarm.ModelInfo) Candidate {
-	return probeReplica(ctx, hc, client.DefaultInfoTimeout, strings.TrimSuffix(base, "/"), model)
-}
-
-// ReplicaInfo is the JSON document a full-range replica answers at GET
-// /v1/info (server/fullrange writes it): the api.Info of a server whose
-// FullRange is true and whose Span is [0, L), plus the engine's model id.
-type ReplicaInfo struct {
-	api.Info
-	// BackendModel is the engine's own model id (from its /v1/models).
-	BackendModel string `json:"backend_model"`
-	// Backend names the engine's URL, for operators (it may be reachable
-	// only from the replica's host).
-	Backend string `json:"backend,omitempty"`
-	// ModelInfo describes the model when the replica knows it; it shadows
-	// api.Info's (absent when unknown).
-	ModelInfo *swarm.ModelInfo `json:"model_info,omitempty"`
+	c := client.Probe(ctx, client.HTTPInfo(hc), ep, model)
+	if c.Err == nil && !c.Info.FullRange {
+		c.Err = fmt.Errorf("ingress: %s is not a full-range replica (its /v1/info says full_range false)", ep.Inference)
+	}
+	return c
 }
 
 // staticEntry is one address of a static source and the provider it is
@@ -113,7 +60,6 @@ type Static struct {
 	servers  []staticEntry
 	replicas []staticEntry
 	http     *http.Client
-	timeout  time.Duration
 	opts     []client.Option
 }
 
@@ -138,7 +84,7 @@ func ParseEntry(s string) (provider, addr string) {
 // (e.g. client.WithHTTPClient). Errors wrap ErrBadOption naming the bad
 // address.
 func NewStatic(servers, replicas []string, clientOpts ...client.Option) (*Static, error) {
-	s := &Static{http: &http.Client{}, timeout: client.DefaultInfoTimeout, opts: clientOpts}
+	s := &Static{http: &http.Client{}, opts: clientOpts}
 	for _, e := range servers {
 		p, a := ParseEntry(e)
 		if _, err := api.ParseEndpoint(a); err != nil {
@@ -148,9 +94,8 @@ func NewStatic(servers, replicas []string, clientOpts ...client.Option) (*Static
 	}
 	for _, e := range replicas {
 		p, a := ParseEntry(e)
-		u, err := url.Parse(a)
-		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			return nil, fmt.Errorf("%w: replica %q: want http://HOST:PORT (the address `swarm serve --full-range` prints)", ErrBadOption, e)
+		if _, err := api.ReplicaEndpoint(a); err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrBadOption, err)
 		}
 		s.replicas = append(s.replicas, staticEntry{addr: strings.TrimSuffix(a, "/"), provider: p})
 	}
@@ -163,8 +108,8 @@ func NewStatic(servers, replicas []string, clientOpts ...client.Option) (*Static
 // Candidates probes every block server (client.Client.Candidates: GET
 // /v1/info twice, model and protocol checks) and every replica (GET
 // /v1/info twice) concurrently.
-func (s *Static) Candidates(ctx context.Context, head blocks.Head) []Candidate {
-	var out []Candidate
+func (s *Static) Candidates(ctx context.Context, head blocks.Head) []client.Candidate {
+	var out []client.Candidate
 	var mu sync.Mutex
 	var wg sync.WaitGroup
 	if len(s.servers) > 0 {
@@ -184,10 +129,10 @@ func (s *Static) Candidates(ctx context.Context, head blocks.Head) []Candidate {
 			mu.Unlock()
 		})
 	}
-	reps := make([]Candidate, len(s.replicas))
+	reps := make([]client.Candidate, len(s.replicas))
 	for i, e := range s.replicas {
 		wg.Go(func() {
-			reps[i] = probeReplica(ctx, s.http, s.timeout, e.addr, head.Info())
+			reps[i] = ProbeReplica(ctx, s.http, e.addr, head.Info())
 			if e.provider != "" {
 				reps[i].Info.Provider = e.provider
 			}
@@ -199,80 +144,23 @@ func (s *Static) Candidates(ctx context.Context, head blocks.Head) []Candidate {
 
 // blockCandidates probes block servers through the client package, which
 // owns the checks of a block server's model and protocol.
-func blockCandidates(ctx context.Context, head blocks.Head, addrs []string, opts []client.Option) []Candidate {
+func blockCandidates(ctx context.Context, head blocks.Head, addrs []string, opts []client.Option) []client.Candidate {
 	c, err := client.New(head, addrs, opts...)
 	if err != nil {
-		out := make([]Candidate, len(addrs))
+		out := make([]client.Candidate, len(addrs))
 		for i, a := range addrs {
-			out[i] = Candidate{Endpoint: a, Err: err}
+			out[i] = client.Candidate{Endpoint: api.Endpoint{Inference: a}, Err: err}
 		}
 		return out
 	}
-	return FromClient(c.Candidates(ctx))
+	return c.Candidates(ctx)
 }
 
 // Client returns a client over the given block servers.
-func (s *Static) Client(head blocks.Head, _ []string, servers []Candidate, opts ...client.Option) (*client.Client, error) {
+func (s *Static) Client(head blocks.Head, _ []string, servers []client.Candidate, opts ...client.Option) (*client.Client, error) {
 	urls := make([]string, len(servers))
 	for i, c := range servers {
-		urls[i] = c.Endpoint
+		urls[i] = c.Endpoint.Inference
 	}
 	return client.New(head, urls, append(slices.Clone(s.opts), opts...)...)
-}
-
-// probeReplica reads a replica's /v1/info twice and keeps the faster round
-// trip as its RTT.
-func probeReplica(ctx context.Context, hc *http.Client, timeout time.Duration, base string, model swarm.ModelInfo) Candidate {
-	c := Candidate{Endpoint: base}
-	var best time.Duration
-	for i := range 2 {
-		info, rtt, err := fetchReplicaInfo(ctx, hc, timeout, base)
-		if err != nil {
-			c.Err = err
-			return c
-		}
-		if i == 0 || rtt < best {
-			best = rtt
-		}
-		c.Info, c.State, c.BackendModel, c.MaxLength = info.ServerInfo, info.State, info.BackendModel, info.MaxLength
-	}
-	c.RTT = best
-	switch {
-	case !c.Info.FullRange:
-		c.Err = fmt.Errorf("ingress: %s is not a full-range replica (its /v1/info says full_range false)", base)
-	case c.Info.Model != model.Name:
-		c.Err = fmt.Errorf("ingress: replica %s serves model %q, not %q", base, c.Info.Model, model.Name)
-	case c.Info.ProtocolVersion != swarm.ProtocolVersion:
-		c.Err = fmt.Errorf("ingress: replica %s speaks protocol version %d, this ingress %d", base, c.Info.ProtocolVersion, swarm.ProtocolVersion)
-	}
-	return c
-}
-
-// fetchReplicaInfo does one GET BASE/v1/info.
-func fetchReplicaInfo(ctx context.Context, hc *http.Client, timeout time.Duration, base string) (ReplicaInfo, time.Duration, error) {
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+api.InfoPath, nil)
-	if err != nil {
-		return ReplicaInfo{}, 0, fmt.Errorf("ingress: replica %s: %w", base, err)
-	}
-	start := time.Now()
-	resp, err := hc.Do(req)
-	if err != nil {
-		return ReplicaInfo{}, 0, fmt.Errorf("ingress: GET %s%s: %w", base, api.InfoPath, err)
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, 4<<20))
-	rtt := time.Since(start)
-	if err != nil {
-		return ReplicaInfo{}, 0, fmt.Errorf("ingress: GET %s%s: %w", base, api.InfoPath, err)
-	}
-	if resp.StatusCode != http.StatusOK {
-		return ReplicaInfo{}, 0, fmt.Errorf("ingress: GET %s%s: HTTP %s", base, api.InfoPath, resp.Status)
-	}
-	var info ReplicaInfo
-	if err := json.Unmarshal(body, &info); err != nil {
-		return ReplicaInfo{}, 0, fmt.Errorf("ingress: GET %s%s: bad JSON: %w", base, api.InfoPath, err)
-	}
-	return info, rtt, nil
 }

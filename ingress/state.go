@@ -73,8 +73,8 @@ func (g *Gateway) State(ctx context.Context) State {
 		ms := ModelState{Name: m.Name, Blocks: info.NBlocks, Coverage: make([]int, info.NBlocks), Servers: []ServerState{}}
 		for _, c := range g.Candidates(ctx, m, false) {
 			ss := ServerState{
-				Endpoint: c.Endpoint, ID: c.Info.ID, Provider: c.Info.Provider, Span: c.Info.Span,
-				FullRange: c.Info.FullRange, State: c.State, Tau: c.Info.Tau, Sessions: len(c.Info.Sessions),
+				Endpoint: c.Endpoint.Inference, ID: c.Info.ID, Provider: c.Info.Provider, Span: c.Info.Span,
+				FullRange: c.Info.FullRange, State: c.Info.State, Tau: c.Info.Tau, Sessions: len(c.Info.Sessions),
 				CacheBytesFree: c.Info.CacheBytesFree, RTT: c.RTT.Seconds(),
 			}
 			if c.Info.FullRange {

@@ -6,9 +6,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/swarmllm/swarm/api"
 	"github.com/swarmllm/swarm/client"
 	"github.com/swarmllm/swarm/registry/registrytest"
-	"github.com/swarmllm/swarm/server/api"
 )
 
 // staticSource lists fixed endpoints (a client.Source).
@@ -50,7 +50,7 @@ func BenchmarkDecodeStep(b *testing.B) {
 			require.NoError(b, err)
 			pos := 0
 			for b.Loop() {
-				if _, err := sess.Forward(pos, x, 1); err != nil {
+				if _, err := sess.Forward(context.Background(), pos, x, 1); err != nil {
 					b.Fatal(err)
 				}
 				pos = (pos + 1) % length // back to 0: the server truncates its cache

@@ -1,11 +1,9 @@
 package node
 
 import (
-	"cmp"
 	"context"
 	"fmt"
 	"net/http"
-	"slices"
 	"strings"
 	"sync"
 
@@ -13,9 +11,9 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 	ma "github.com/multiformats/go-multiaddr"
 
+	"github.com/swarmllm/swarm/api"
 	"github.com/swarmllm/swarm/client"
 	"github.com/swarmllm/swarm/registry"
-	"github.com/swarmllm/swarm/server/api"
 	"github.com/swarmllm/swarm/swarm"
 )
 
@@ -222,29 +220,16 @@ func (c *Candidates) websocketDown(url string) bool {
 // Uncovered returns the blocks of the model that no routable server hosts,
 // as maximal spans in increasing order (empty when every block is covered).
 func (c *Candidates) Uncovered() []swarm.Span {
-	return uncoveredBlocks(c.model.NBlocks, c.Servers())
+	return uncovered(c.model, c.Servers())
 }
 
-// uncoveredBlocks returns the maximal spans of [0, l) outside every
-// entry's span.
-func uncoveredBlocks(l int, entries []registry.Entry) []swarm.Span {
-	spans := make([]swarm.Span, 0, len(entries))
-	for _, e := range entries {
-		spans = append(spans, e.Info.Span)
+// uncovered returns the blocks of model no entry's span hosts.
+func uncovered(model swarm.ModelInfo, entries []registry.Entry) []swarm.Span {
+	spans := make([]swarm.Span, len(entries))
+	for i, e := range entries {
+		spans[i] = e.Info.Span
 	}
-	slices.SortFunc(spans, func(a, b swarm.Span) int { return cmp.Compare(a.Start, b.Start) })
-	var gaps []swarm.Span
-	next := 0
-	for _, s := range spans {
-		if s.Start > next {
-			gaps = append(gaps, swarm.Span{Start: next, End: min(s.Start, l)})
-		}
-		next = max(next, s.End)
-	}
-	if next < l {
-		gaps = append(gaps, swarm.Span{Start: next, End: l})
-	}
-	return gaps
+	return swarm.Uncovered(spans, model.Blocks())
 }
 
 // UncoveredError says which blocks of a model no routable server hosts
@@ -282,7 +267,7 @@ func (c *Candidates) WaitCovered(ctx context.Context) error {
 	events := c.reg.Watch(wctx) // before the first check: no change is missed
 	for {
 		servers := c.Servers()
-		gaps := uncoveredBlocks(c.model.NBlocks, servers)
+		gaps := uncovered(c.model, servers)
 		if len(gaps) == 0 {
 			return nil
 		}

@@ -9,9 +9,9 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 	"github.com/stretchr/testify/require"
 
+	"github.com/swarmllm/swarm/api"
 	"github.com/swarmllm/swarm/registry"
 	"github.com/swarmllm/swarm/registry/memtransport"
-	"github.com/swarmllm/swarm/server/api"
 	"github.com/swarmllm/swarm/swarm"
 )
 
@@ -157,6 +157,6 @@ func TestUncoveredBlocks(t *testing.T) {
 		for _, s := range tt.spans {
 			entries = append(entries, registry.Entry{Info: swarm.ServerInfo{Span: s}})
 		}
-		require.Equal(t, tt.want, uncoveredBlocks(5, entries), "%v", tt.spans)
+		require.Equal(t, tt.want, uncovered(swarm.ModelInfo{NBlocks: 5}, entries), "%v", tt.spans)
 	}
 }

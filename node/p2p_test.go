@@ -11,11 +11,11 @@ import (
 	"github.com/libp2p/go-libp2p"
 	"github.com/stretchr/testify/require"
 
+	"github.com/swarmllm/swarm/api"
 	"github.com/swarmllm/swarm/blocks"
 	"github.com/swarmllm/swarm/client"
 	"github.com/swarmllm/swarm/registry/registrytest"
 	"github.com/swarmllm/swarm/server"
-	"github.com/swarmllm/swarm/server/api"
 	"github.com/swarmllm/swarm/swarm"
 	"github.com/swarmllm/swarm/swarm/p2p"
 )

@@ -10,10 +10,10 @@ import (
 
 	"github.com/libp2p/go-libp2p/core/peer"
 
+	"github.com/swarmllm/swarm/api"
 	"github.com/swarmllm/swarm/blocks"
 	"github.com/swarmllm/swarm/registry"
 	"github.com/swarmllm/swarm/server"
-	"github.com/swarmllm/swarm/server/api"
 	"github.com/swarmllm/swarm/swarm"
 	"github.com/swarmllm/swarm/swarm/p2p"
 	"github.com/swarmllm/swarm/swarm/wire"
@@ -304,7 +304,7 @@ func (j *joiner) serve(ctx context.Context, ready func(Serving) error) error {
 	}
 	defer srv.Close()
 	info := srv.Info()
-	stopStreams := ServeStreams(j.n.Host(), srv, wire.MaxStepPayload(info.MaxLength, info.ModelInfo.DModel))
+	stopStreams := ServeStreams(j.n.Host(), srv, wire.MaxStepPayload(info.MaxLength, srv.ModelInfo().DModel))
 	defer stopStreams()
 	srv.AddEndpoints(j.addrs()...)
 	url := ""

@@ -2,7 +2,6 @@ package node
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"time"
@@ -14,8 +13,8 @@ import (
 	"github.com/libp2p/go-libp2p/core/protocol"
 	ma "github.com/multiformats/go-multiaddr"
 
+	"github.com/swarmllm/swarm/api"
 	"github.com/swarmllm/swarm/server"
-	"github.com/swarmllm/swarm/server/api"
 )
 
 // limitedReason is passed to libp2p when a stream may use a limited
@@ -74,8 +73,8 @@ func (t *Transport) Dial(ctx context.Context, ep api.Endpoint, maxPayload int) (
 	return api.NewStream(s, maxPayload, api.P2PScheme+pid.String()), nil
 }
 
-// FetchInfo reads the server's Info document over /swarm/info/1 (at most
-// api.MaxInfoBytes of JSON), within ctx.
+// FetchInfo reads the server's Info document over /swarm/info/1 with
+// api.ReadInfo (at most api.MaxInfoBytes of JSON), within ctx.
 func (t *Transport) FetchInfo(ctx context.Context, ep api.Endpoint) (api.Info, error) {
 	s, pid, err := t.open(ctx, ep, api.InfoProtocol)
 	if err != nil {
@@ -88,19 +87,12 @@ func (t *Transport) FetchInfo(ctx context.Context, ep api.Endpoint) (api.Info, e
 		_ = s.SetReadDeadline(dl)
 	}
 	_ = s.CloseWrite() // the request is the stream itself
-	body, err := io.ReadAll(io.LimitReader(s, api.MaxInfoBytes+1))
+	info, err := api.ReadInfo(s)
 	if err != nil {
 		if ctx.Err() != nil {
 			err = ctx.Err()
 		}
 		return api.Info{}, fmt.Errorf("node: read info of %s: %w", pid, err)
-	}
-	if len(body) > api.MaxInfoBytes {
-		return api.Info{}, fmt.Errorf("node: info of %s is larger than %d bytes", pid, api.MaxInfoBytes)
-	}
-	var info api.Info
-	if err := json.Unmarshal(body, &info); err != nil {
-		return api.Info{}, fmt.Errorf("node: info of %s: bad JSON: %w", pid, err)
 	}
 	return info, nil
 }

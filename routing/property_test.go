@@ -229,21 +229,26 @@ func TestValidation(t *testing.T) {
 	require.ErrorContains(t, err, "ping[0] has 2 entries")
 }
 
+// TestFromServerInfo checks eq. (20)'s cache slots come from the capacity
+// and per-token cache bytes the server advertises.
 func TestFromServerInfo(t *testing.T) {
-	model := swarm.ModelInfo{NBlocks: 8, BlockBytes: 1000, CacheBytesPerToken: 2}
 	info := swarm.ServerInfo{
 		ID: "peer-1", Span: swarm.Span{Start: 2, End: 6}, Tau: 0.01,
-		TauI:        swarm.PrefillFit{Intercept: 0.03, Slope: 0.001},
-		MemoryBytes: 4000 + 3*2*100 + 150, // 4 blocks, 3 caches of 100 tokens, 150 spare bytes
-		Sessions:    []swarm.SessionLoad{{Remaining: 5, Caches: 2}},
+		TauI:               swarm.PrefillFit{Intercept: 0.03, Slope: 0.001},
+		MemoryBytes:        4000 + 3*2*100 + 150, // 4 blocks of 1000 bytes, 3 caches of 100 tokens, 150 spare bytes
+		CacheBytesCapacity: 3*2*100 + 150,
+		CacheBytesPerToken: 2,
+		Sessions:           []swarm.SessionLoad{{Remaining: 5, Caches: 2}},
 	}
-	s := routing.FromServerInfo(info, model, 100, 20, 0.05, 0.2, 7)
+	s := routing.FromServerInfo(info, 100, 20, 0.05, 0.2, 7)
 	require.Equal(t, routing.Server{
 		Name: "peer-1", Span: info.Span, Tau: 0.01, RTT: 0.05, TauPrefill: 0.03 + 0.001*20, RTTPrefill: 0.2,
 		CacheSlots: 3, Sessions: info.Sessions, AsOf: 7,
 	}, s)
 	info.FullRange = true
-	require.Equal(t, routing.UnlimitedCache, routing.FromServerInfo(info, model, 100, 20, 0.05, 0.2, 7).CacheSlots)
-	info.FullRange, info.MemoryBytes = false, 0
-	require.Equal(t, routing.UnlimitedCache, routing.FromServerInfo(info, model, 100, 20, 0.05, 0.2, 7).CacheSlots)
+	require.Equal(t, routing.UnlimitedCache, routing.FromServerInfo(info, 100, 20, 0.05, 0.2, 7).CacheSlots)
+	info.FullRange, info.CacheBytesCapacity = false, 0
+	require.Equal(t, routing.UnlimitedCache, routing.FromServerInfo(info, 100, 20, 0.05, 0.2, 7).CacheSlots)
+	info.CacheBytesCapacity, info.CacheBytesPerToken = 750, 0
+	require.Equal(t, routing.UnlimitedCache, routing.FromServerInfo(info, 100, 20, 0.05, 0.2, 7).CacheSlots)
 }

@@ -262,18 +262,23 @@ func validate(servers []Server, req Request) error {
 	return nil
 }
 
-// FromServerInfo builds the routing view of a server from what it
+// FromServerInfo builds the routing view of a server from what IT
 // advertises (swarm.ServerInfo) and what this client measured:
 //
-//   - CacheSlots = floor((M_j - s_m m_j) / s_c) (eq. 20), with s_m =
-//     model.BlockBytes and s_c = model.CacheBytes(maxLength), maxLength
-//     being l^I_max + l_max in tokens; UnlimitedCache for a full-range
-//     replica (it admits sessions itself) or when MemoryBytes is unknown (0);
+//   - CacheSlots = floor(C_j / s_c) (eq. 20), with C_j =
+//     info.CacheBytesCapacity, the server's M_j - s_m m_j as the server
+//     computes it for its own weights (its dtype, its quantization), and
+//     s_c = info.CacheBytesPerToken * maxLength, its own attention-cache
+//     bytes per block for a session of maxLength tokens (l^I_max + l_max);
+//     the client's copy of the model plays no part, so a Q8_0 or GPU server
+//     is routed by its own memory. UnlimitedCache for a full-range replica
+//     (it admits sessions itself) or a server that advertises neither
+//     figure;
 //   - TauPrefill = info.TauI.At(inputLength) (tau^I_j(l^I_max));
 //   - RTT and RTTPrefill are this client's measurements, in seconds;
 //   - asOf is when the client read info.Sessions, in seconds on the clock
 //     it will pass as Request.Now.
-func FromServerInfo(info swarm.ServerInfo, model swarm.ModelInfo, maxLength, inputLength int, rtt, rttPrefill, asOf float64) Server {
+func FromServerInfo(info swarm.ServerInfo, maxLength, inputLength int, rtt, rttPrefill, asOf float64) Server {
 	s := Server{
 		Name:       info.ID,
 		Span:       info.Span,
@@ -285,10 +290,9 @@ func FromServerInfo(info swarm.ServerInfo, model swarm.ModelInfo, maxLength, inp
 		Sessions:   info.Sessions,
 		AsOf:       asOf,
 	}
-	cache := model.CacheBytes(maxLength)
-	if !info.FullRange && info.MemoryBytes > 0 && cache > 0 {
-		free := info.MemoryBytes - model.BlockBytes*int64(info.Span.Len())
-		s.CacheSlots = int(max(free, 0) / cache)
+	cache := info.CacheBytesPerToken * int64(maxLength)
+	if !info.FullRange && info.CacheBytesCapacity > 0 && cache > 0 {
+		s.CacheSlots = int(info.CacheBytesCapacity / cache)
 	}
 	return s
 }

@@ -9,8 +9,8 @@ import (
 	"log/slog"
 	"sync"
 
+	"github.com/swarmllm/swarm/api"
 	"github.com/swarmllm/swarm/server/admission"
-	"github.com/swarmllm/swarm/server/api"
 	"github.com/swarmllm/swarm/swarm/wire"
 )
 

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -16,8 +17,8 @@ import (
 	"github.com/klauspost/cpuid/v2"
 	"gonum.org/v1/gonum/stat"
 
+	"github.com/swarmllm/swarm/api"
 	"github.com/swarmllm/swarm/blocks"
-	"github.com/swarmllm/swarm/server/api"
 	"github.com/swarmllm/swarm/swarm"
 )
 
@@ -197,7 +198,7 @@ func defaultMeasureDir() (string, error) {
 // the origin if the intercept comes out negative. Inputs are fixed
 // pseudo-activations of unit scale: the engine's time does not depend on
 // the values.
-func measure(e blocks.Engine) (timing, error) {
+func measure(ctx context.Context, e blocks.Engine) (timing, error) {
 	info := e.Info()
 	span := e.Span()
 	maxLen := info.MaxSeqLen
@@ -224,7 +225,7 @@ func measure(e blocks.Engine) (timing, error) {
 	}
 	forward := func(pos, n int) (float64, error) {
 		start := time.Now()
-		_, err := sess.Forward(pos, input[:n*d], n)
+		_, err := sess.Forward(ctx, pos, input[:n*d], n)
 		return time.Since(start).Seconds(), err
 	}
 
@@ -305,14 +306,14 @@ func median(xs []float64) float64 {
 // loadOrMeasure returns the cached timing for key or measures the engine
 // and caches the result. Cache trouble is reported through warn and never
 // fails the start.
-func loadOrMeasure(e blocks.Engine, dir string, key measureKey, remeasure bool, warn func(msg string, err error)) (timing, error) {
+func loadOrMeasure(ctx context.Context, e blocks.Engine, dir string, key measureKey, remeasure bool, warn func(msg string, err error)) (timing, error) {
 	if dir != "" && !remeasure {
 		if t, ok := loadTiming(dir, key); ok {
 			t.Detail.Cached = true
 			return t, nil
 		}
 	}
-	t, err := measure(e)
+	t, err := measure(ctx, e)
 	if err != nil {
 		return timing{}, err
 	}

@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"log/slog"
 
+	"github.com/swarmllm/swarm/api"
 	"github.com/swarmllm/swarm/blocks"
-	"github.com/swarmllm/swarm/server/api"
 	"github.com/swarmllm/swarm/swarm"
 )
 
@@ -60,7 +60,7 @@ func MeasureSpan(ctx context.Context, cfg Config, logger *slog.Logger) (Probe, e
 	if err := ctx.Err(); err != nil {
 		return Probe{}, fmt.Errorf("server: %w", err)
 	}
-	t, err := measureCached(cfg, engine, logger)
+	t, err := measureCached(ctx, cfg, engine, logger)
 	if err != nil {
 		return Probe{}, err
 	}
@@ -69,7 +69,7 @@ func MeasureSpan(ctx context.Context, cfg Config, logger *slog.Logger) (Probe, e
 
 // measureCached returns the engine's timing from the measurement cache of
 // cfg, or measures and caches it, and logs the result.
-func measureCached(cfg Config, engine blocks.Engine, log *slog.Logger) (timing, error) {
+func measureCached(ctx context.Context, cfg Config, engine blocks.Engine, log *slog.Logger) (timing, error) {
 	dir := cfg.MeasureCacheDir
 	if dir == "" {
 		var err error
@@ -83,7 +83,7 @@ func measureCached(cfg Config, engine blocks.Engine, log *slog.Logger) (timing, 
 		log.Warn("measurement cache disabled: cannot identify the model file", "err", err)
 		dir = ""
 	}
-	t, err := loadOrMeasure(engine, dir, key, cfg.Remeasure, func(msg string, err error) { log.Warn(msg, "dir", dir, "err", err) })
+	t, err := loadOrMeasure(ctx, engine, dir, key, cfg.Remeasure, func(msg string, err error) { log.Warn(msg, "dir", dir, "err", err) })
 	if err != nil {
 		return timing{}, err
 	}

@@ -14,9 +14,9 @@ import (
 
 	"github.com/gorilla/websocket"
 
+	"github.com/swarmllm/swarm/api"
 	"github.com/swarmllm/swarm/blocks"
 	"github.com/swarmllm/swarm/server/admission"
-	"github.com/swarmllm/swarm/server/api"
 	"github.com/swarmllm/swarm/swarm"
 	"github.com/swarmllm/swarm/swarm/wire"
 )
@@ -112,7 +112,7 @@ func newServer(ctx context.Context, cfg Config, log *slog.Logger, engine blocks.
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("server: %w", err)
 	}
-	t, err := measureCached(cfg, engine, log)
+	t, err := measureCached(ctx, cfg, engine, log)
 	if err != nil {
 		return nil, err
 	}
@@ -155,6 +155,7 @@ func (s *Server) isDraining() bool {
 // the state and the admission snapshot.
 func (s *Server) Info() api.Info {
 	snap := s.adm.Snapshot()
+	mi := s.info
 	s.mu.Lock()
 	endpoints := append(append([]string(nil), s.endpointsLocked...), s.extraEndpointsLocked...)
 	s.mu.Unlock()
@@ -170,10 +171,11 @@ func (s *Server) Info() api.Info {
 		ServerInfo: swarm.ServerInfo{
 			ID: id, Model: s.info.Name, Span: s.cfg.Blocks, ModelBlocks: s.info.NBlocks,
 			Tau: s.timing.Tau, TauI: s.timing.TauI,
-			MemoryBytes: s.memory, CacheBytesCapacity: s.adm.CacheBudget(), CacheBytesFree: snap.CacheBytesFree,
-			Sessions: snap.Loads(), Endpoints: endpoints, ProtocolVersion: swarm.ProtocolVersion,
+			MemoryBytes: s.memory, CacheBytesCapacity: s.adm.CacheBudget(), CacheBytesPerToken: s.info.CacheBytesPerToken,
+			CacheBytesFree: snap.CacheBytesFree,
+			Sessions:       snap.Loads(), Endpoints: endpoints, ProtocolVersion: swarm.ProtocolVersion,
 		},
-		ModelInfo:   s.info,
+		ModelInfo:   &mi,
 		State:       state,
 		MaxLength:   s.maxLength,
 		Measurement: s.timing.Detail,

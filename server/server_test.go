@@ -10,9 +10,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/swarmllm/swarm/api"
 	"github.com/swarmllm/swarm/blocks"
 	"github.com/swarmllm/swarm/server"
-	"github.com/swarmllm/swarm/server/api"
 	"github.com/swarmllm/swarm/swarm"
 	"github.com/swarmllm/swarm/swarm/wire"
 )
@@ -102,7 +102,8 @@ func TestInfo(t *testing.T) {
 	require.Equal(t, "stories260K", got.Model)
 	require.Equal(t, swarm.Span{Start: 1, End: 4}, got.Span)
 	require.Equal(t, 5, got.ModelBlocks)
-	require.Equal(t, info, got.ModelInfo)
+	require.Equal(t, &info, got.ModelInfo)
+	require.Equal(t, info.CacheBytesPerToken, got.CacheBytesPerToken, "s_c per token as the server computes it")
 	require.Equal(t, swarm.ProtocolVersion, got.ProtocolVersion)
 	require.Equal(t, api.StateServing, got.State)
 	require.Equal(t, 512, got.MaxLength)
@@ -183,7 +184,7 @@ func TestStepMatchesEngine(t *testing.T) {
 			sid := p.open(openMsg(span, 32))
 			for _, step := range []struct{ pos, n int }{{0, 5}, {5, 1}, {6, 1}, {3, 2}, {5, 1}} {
 				x := hidden(step.n, step.pos)
-				want, err := local.Forward(step.pos, x, step.n)
+				want, err := local.Forward(context.Background(), step.pos, x, step.n)
 				require.NoError(t, err)
 				p.send(&wire.Step{SessionID: sid, Position: step.pos, Hidden: wire.Hidden{DType: swarm.DTypeF32, NTokens: step.n, DModel: 64, Data: x}})
 				r := expect[*wire.Result](p)

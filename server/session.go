@@ -149,7 +149,7 @@ func (s *session) forward(st *wire.Step) {
 		return
 	}
 	now := time.Now()
-	out, err := s.es.Forward(st.Position, h.Data, h.NTokens)
+	out, err := s.es.Forward(s.c.ctx, st.Position, h.Data, h.NTokens)
 	compute := time.Since(now)
 	if err != nil {
 		s.c.sendError(s.id, fmt.Errorf("server: step at position %d: %w", st.Position, err))

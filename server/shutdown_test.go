@@ -7,8 +7,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/swarmllm/swarm/api"
 	"github.com/swarmllm/swarm/server"
-	"github.com/swarmllm/swarm/server/api"
 	"github.com/swarmllm/swarm/swarm"
 	"github.com/swarmllm/swarm/swarm/wire"
 )

@@ -105,6 +105,12 @@ type ServerInfo struct {
 	// CacheBytesCapacity is the attention-cache memory in bytes: M_j minus the
 	// weights of the span, s_m * m_j (paper 003, eq. 2).
 	CacheBytesCapacity int64 `json:"cache_bytes_capacity,omitempty"`
+	// CacheBytesPerToken is the attention-cache bytes one block of this
+	// server needs per token of one session (its own cache dtype), so that
+	// s_c = CacheBytesPerToken * (lI_max + l_max) (paper 003, eq. 2); 0 if
+	// not advertised. With CacheBytesCapacity it gives the cache slots a
+	// router counts (eq. 20) without trusting the client's copy of the model.
+	CacheBytesPerToken int64 `json:"cache_bytes_per_token,omitempty"`
 	// CacheBytesFree is the attention-cache memory not held by open sessions.
 	CacheBytesFree int64 `json:"cache_bytes_free"`
 	// Sessions lists the open sessions' load (paper 003 eq. 20).

@@ -1,8 +1,10 @@
 package swarm
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -80,4 +82,31 @@ func ParseSpan(text string) (Span, error) {
 		return Span{}, err
 	}
 	return s, nil
+}
+
+// Uncovered returns the blocks of need that none of spans hosts, as maximal
+// spans in increasing order: empty when spans cover every block of need.
+// Parts of spans outside need are ignored; spans may overlap and come in
+// any order. (A chain through need exists only if this is empty: paper 003
+// Lemma 3.1.)
+func Uncovered(spans []Span, need Span) []Span {
+	clipped := make([]Span, 0, len(spans))
+	for _, s := range spans {
+		if c := s.Intersect(need); !c.Empty() {
+			clipped = append(clipped, c)
+		}
+	}
+	slices.SortFunc(clipped, func(a, b Span) int { return cmp.Compare(a.Start, b.Start) })
+	var gaps []Span
+	next := need.Start
+	for _, s := range clipped {
+		if s.Start > next {
+			gaps = append(gaps, Span{Start: next, End: s.Start})
+		}
+		next = max(next, s.End)
+	}
+	if next < need.End {
+		gaps = append(gaps, Span{Start: next, End: need.End})
+	}
+	return gaps
 }

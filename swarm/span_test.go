@@ -54,3 +54,26 @@ func TestSpanOps(t *testing.T) {
 	require.ErrorIs(t, s.Validate(4), ErrBadSpan)
 	require.NoError(t, s.Validate(5))
 }
+
+func TestUncovered(t *testing.T) {
+	tests := []struct {
+		name  string
+		spans []Span
+		need  Span
+		want  []Span
+	}{
+		{"nothing hosts anything", nil, Span{0, 5}, []Span{{0, 5}}},
+		{"exact cover", []Span{{0, 2}, {2, 5}}, Span{0, 5}, nil},
+		{"overlapping, unsorted", []Span{{3, 5}, {0, 4}}, Span{0, 5}, nil},
+		{"gap in the middle and at the end", []Span{{0, 2}, {3, 4}}, Span{0, 6}, []Span{{2, 3}, {4, 6}}},
+		{"gap at the start", []Span{{2, 5}}, Span{0, 5}, []Span{{0, 2}}},
+		{"spans outside need are ignored", []Span{{0, 3}, {8, 9}}, Span{3, 6}, []Span{{3, 6}}},
+		{"sub-span of a failover", []Span{{0, 4}, {5, 9}}, Span{3, 6}, []Span{{4, 5}}},
+		{"a span past the model's end", []Span{{0, 9}}, Span{0, 5}, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			require.Equal(t, tt.want, Uncovered(tt.spans, tt.need))
+		})
+	}
+}

@@ -192,24 +192,13 @@ func demoGenerate(ctx context.Context, out, errOut io.Writer, paths hub.Paths, b
 	pc.ListenAddrs, pc.Bootstrap = []string{"/ip4/127.0.0.1/tcp/0"}, bootstrap
 	jctx, cancel := context.WithTimeout(ctx, o.startTimeout)
 	defer cancel()
-	cn, err := node.JoinClient(jctx, pc, registry.DefaultConfig())
+	logger := slog.New(slog.NewTextHandler(errOut, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	c, err := node.NewClient(jctx, pc, registry.DefaultConfig(), head, nil, client.WithLogger(logger))
 	if err != nil {
-		return fmt.Errorf("demo: join the swarm: %w", err)
-	}
-	defer cn.Close()
-	cands, err := node.NewCandidates(cn.Registry, head.Info())
-	if err != nil {
-		return err
-	}
-	if err := cands.WaitCovered(jctx); err != nil {
 		return fmt.Errorf("demo: %w", err)
 	}
-	fmt.Fprintf(errOut, "swarm demo: registry lists %d SERVING servers covering all %d blocks\n", len(cands.Servers()), head.Info().NBlocks)
-	logger := slog.New(slog.NewTextHandler(errOut, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	c, err := client.New(head, nil, append(cands.ClientOptions(cn.Node.Host()), client.WithLogger(logger))...)
-	if err != nil {
-		return err
-	}
+	defer c.Close()
+	fmt.Fprintf(errOut, "swarm demo: registry lists %d SERVING servers covering all %d blocks\n", len(c.Candidates.Servers()), head.Info().NBlocks)
 	sess, err := c.Open(ctx, len(prompt)+maxTokens-1)
 	if err != nil {
 		return err

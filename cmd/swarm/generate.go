@@ -193,30 +193,17 @@ func openBootstrap(ctx context.Context, errOut io.Writer, o generateOptions) (bl
 	}
 	wctx, cancel := context.WithTimeout(ctx, o.wait)
 	defer cancel()
-	cn, err := node.JoinClient(wctx, o.p2p, o.reg)
+	logger := slog.New(slog.NewTextHandler(errOut, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	c, err := node.NewClient(wctx, o.p2p, o.reg, head, o.providers,
+		client.WithStepTimeout(o.stepTimeout), client.WithAllocTimeout(o.allocTimeout),
+		client.WithWireDType(dtype), client.WithLogger(logger))
 	if err != nil {
+		if errors.Is(err, client.ErrBadOption) {
+			return nil, nil, nil, fmt.Errorf("%w: %w", errUsage, err)
+		}
 		return nil, nil, nil, fmt.Errorf("generate: %w (--wait %v)", err, o.wait)
 	}
-	var copts []node.CandidatesOption
-	if len(o.providers) > 0 {
-		copts = append(copts, node.WithProviders(o.providers...))
-	}
-	cands, err := node.NewCandidates(cn.Registry, head.Info(), copts...)
-	if err == nil {
-		err = cands.WaitCovered(wctx)
-	}
-	if err != nil {
-		return nil, nil, nil, errors.Join(fmt.Errorf("generate: %w (--wait %v)", err, o.wait), cn.Close())
-	}
-	logger := slog.New(slog.NewTextHandler(errOut, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	c, err := client.New(head, nil, append(cands.ClientOptions(cn.Node.Host()),
-		client.WithStepTimeout(o.stepTimeout), client.WithAllocTimeout(o.allocTimeout),
-		client.WithWireDType(dtype), client.WithLogger(logger))...)
-	if err != nil {
-		err = fmt.Errorf("%w: %w", errUsage, err)
-		return nil, nil, nil, errors.Join(err, cn.Close())
-	}
-	return head, sessionRunner(ctx, errOut, c, o.stats), cn.Close, nil
+	return head, sessionRunner(ctx, errOut, c.Client, o.stats), c.Close, nil
 }
 
 // sessionRunner returns a blockRunner opening a client session of c; with

@@ -277,7 +277,7 @@ func runProxy(ctx context.Context, out, errOut io.Writer, o proxyOptions) error 
 			return fmt.Errorf("proxy: %w (--wait %v)", err, o.wait)
 		}
 		defer cn.Close()
-		source = &registrySource{cn: cn, http: &http.Client{}}
+		source = node.NewSource(cn, nil)
 		logger.Info("joined the swarm as a client-only node", "id", cn.Node.ID().String())
 	}
 	gw, err := newGateway(o, logger, source)

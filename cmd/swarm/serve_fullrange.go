@@ -13,10 +13,10 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/swarmllm/swarm/api"
 	"github.com/swarmllm/swarm/blocks"
 	"github.com/swarmllm/swarm/registry"
 	"github.com/swarmllm/swarm/server"
-	"github.com/swarmllm/swarm/server/api"
 	"github.com/swarmllm/swarm/server/fullrange"
 	"github.com/swarmllm/swarm/swarm"
 	"github.com/swarmllm/swarm/swarm/p2p"

@@ -5,17 +5,14 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"slices"
-	"strconv"
-	"strings"
 	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/swarmllm/swarm/node"
 	swarmnode "github.com/swarmllm/swarm/node"
 	"github.com/swarmllm/swarm/registry"
-	"github.com/swarmllm/swarm/swarm"
 	"github.com/swarmllm/swarm/swarm/p2p"
 )
 
@@ -173,7 +170,7 @@ func writeStatusTable(w io.Writer, entries []registry.Entry) error {
 		_, err := fmt.Fprintln(w, "(no servers in the registry)")
 		return err
 	}
-	for _, c := range blockCoverage(entries) {
+	for _, c := range node.BlockCoverage(entries) {
 		if _, err := fmt.Fprintln(w, c.String()); err != nil {
 			return err
 		}
@@ -186,59 +183,4 @@ func dash(s string) string {
 		return "-"
 	}
 	return s
-}
-
-// modelCoverage counts, for one model, the SERVING servers holding each
-// block 0..L-1.
-type modelCoverage struct {
-	model  string
-	counts []int
-}
-
-// String formats "MODEL  blocks 0..L-1: c0 c1 ...", plus the uncovered blocks.
-func (c modelCoverage) String() string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "%s  blocks 0..%d:", c.model, len(c.counts)-1)
-	var uncovered []string
-	for i, n := range c.counts {
-		b.WriteString(" " + strconv.Itoa(n))
-		if n == 0 {
-			uncovered = append(uncovered, strconv.Itoa(i))
-		}
-	}
-	if len(uncovered) > 0 {
-		b.WriteString("  (no SERVING server for block " + strings.Join(uncovered, ", ") + ")")
-	}
-	return b.String()
-}
-
-// blockCoverage returns the coverage of each model named in the registry,
-// sorted by model. L is the largest ModelBlocks advertised, or else the
-// largest span end; only SERVING (routable) servers count.
-func blockCoverage(entries []registry.Entry) []modelCoverage {
-	nblocks := map[string]int{}
-	for _, e := range entries {
-		if e.Info.Model == "" {
-			continue
-		}
-		nblocks[e.Info.Model] = max(nblocks[e.Info.Model], e.Info.ModelBlocks, e.Info.Span.End)
-	}
-	var out []modelCoverage
-	for model, l := range nblocks {
-		if l <= 0 {
-			continue
-		}
-		c := modelCoverage{model: model, counts: make([]int, l)}
-		for _, e := range entries {
-			if e.Info.Model != model || e.State != swarm.StateServing {
-				continue
-			}
-			for b := max(e.Info.Span.Start, 0); b < min(e.Info.Span.End, l); b++ {
-				c.counts[b]++
-			}
-		}
-		out = append(out, c)
-	}
-	slices.SortFunc(out, func(a, b modelCoverage) int { return strings.Compare(a.model, b.model) })
-	return out
 }

@@ -18,8 +18,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/swarmllm/swarm/internal/testenv"
-	"github.com/swarmllm/swarm/registry"
-	"github.com/swarmllm/swarm/swarm"
 )
 
 // fastRegistryFlags shorten the registry timing so that silence is noticed
@@ -207,21 +205,4 @@ func TestStatus_Errors(t *testing.T) {
 	_, errOut, code = runP2PCmd(t, "registry", "announce", "--model", "m", "--blocks", "3:1")
 	require.Equal(t, 2, code)
 	require.Contains(t, errOut, "--blocks")
-}
-
-func TestBlockCoverage(t *testing.T) {
-	e := func(model string, start, end, l int, st swarm.LifecycleState) registry.Entry {
-		return registry.Entry{State: st, Info: swarm.ServerInfo{Model: model, Span: swarm.Span{Start: start, End: end}, ModelBlocks: l}}
-	}
-	got := blockCoverage([]registry.Entry{
-		e("m", 0, 2, 5, swarm.StateServing),
-		e("m", 1, 3, 0, swarm.StateServing),
-		e("m", 0, 5, 5, swarm.StateSuspected),
-		e("m", 4, 5, 5, swarm.StateJoin),
-		e("a", 0, 2, 0, swarm.StateServing),
-		e("", 0, 0, 0, swarm.StateServing),
-	})
-	require.Len(t, got, 2)
-	require.Equal(t, "a  blocks 0..1: 1 1", got[0].String())
-	require.Equal(t, "m  blocks 0..4: 1 2 1 0 0  (no SERVING server for block 3, 4)", got[1].String())
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/swarmllm/swarm/api"
 	"github.com/swarmllm/swarm/server/admission"
 	"github.com/swarmllm/swarm/swarm"
 )
@@ -163,7 +164,7 @@ func TestWaitThenGrantedOnRelease(t *testing.T) {
 		synctest.Wait() // second is queued and blocked
 		snap := c.Snapshot()
 		require.Len(t, snap.Queue, 1)
-		require.Equal(t, admission.QueuedSession{SessionID: "second", Position: 0, Span: model.Blocks(),
+		require.Equal(t, api.QueuedSession{SessionID: "second", Position: 0, Span: model.Blocks(),
 			CacheBytes: sessionBytes, Waited: 0, EstimatedWait: 30}, snap.Queue[0])
 
 		time.Sleep(12 * time.Second) // advances the bubble's fake clock

@@ -5,73 +5,12 @@ import (
 	"slices"
 	"time"
 
-	"github.com/swarmllm/swarm/swarm"
+	"github.com/swarmllm/swarm/api"
 )
 
-// OpenSession is one admitted session in a Snapshot.
-type OpenSession struct {
-	// SessionID is Request.SessionID.
-	SessionID string `json:"session_id"`
-	// Span is the blocks processed for it; Caches = Span.Len().
-	Span swarm.Span `json:"span"`
-	// MaxLength is the tokens its caches are sized for.
-	MaxLength int `json:"max_length"`
-	// CacheBytes is the attention-cache bytes it holds.
-	CacheBytes int64 `json:"cache_bytes"`
-	// Remaining is its estimated remaining time, in seconds.
-	Remaining float64 `json:"remaining"`
-	// Age is the time since admission, in seconds.
-	Age float64 `json:"age"`
-}
-
-// QueuedSession is one waiting request in a Snapshot.
-type QueuedSession struct {
-	// SessionID is Request.SessionID.
-	SessionID string `json:"session_id"`
-	// Position is the number of requests ahead (0 = next).
-	Position int `json:"position"`
-	// Span is the blocks it asks to process.
-	Span swarm.Span `json:"span"`
-	// CacheBytes is the attention-cache bytes it needs.
-	CacheBytes int64 `json:"cache_bytes"`
-	// Waited is the time it has waited so far, in seconds.
-	Waited float64 `json:"waited"`
-	// EstimatedWait is the estimated time until admission, in seconds.
-	EstimatedWait float64 `json:"estimated_wait"`
-}
-
-// Snapshot is the controller's state at one instant, what a server shows on
-// GET /v1/info.
-type Snapshot struct {
-	// MemoryBytes is M (Config.MemoryBytes).
-	MemoryBytes int64 `json:"memory_bytes"`
-	// WeightBytes is s_m*m.
-	WeightBytes int64 `json:"weight_bytes"`
-	// CacheBytesUsed is the attention-cache bytes held by open sessions.
-	CacheBytesUsed int64 `json:"cache_bytes_used"`
-	// CacheBytesFree is M - s_m*m - CacheBytesUsed.
-	CacheBytesFree int64 `json:"cache_bytes_free"`
-	// MaxSessions is the cap on open sessions, 0 for none.
-	MaxSessions int `json:"max_sessions"`
-	// Closed is true once the controller stopped admitting.
-	Closed bool `json:"closed"`
-	// Open lists the open sessions by increasing Remaining (the order of
-	// paper 003 eq. 20).
-	Open []OpenSession `json:"open"`
-	// Queue lists the waiting requests in FIFO order.
-	Queue []QueuedSession `json:"queue"`
-}
-
-// Loads returns the open sessions as a server advertises them
-// (swarm.ServerInfo.Sessions): remaining time and block caches held, the
-// inputs of paper 003 eq. (20).
-func (s Snapshot) Loads() []swarm.SessionLoad {
-	loads := make([]swarm.SessionLoad, len(s.Open))
-	for i, o := range s.Open {
-		loads[i] = swarm.SessionLoad{Remaining: o.Remaining, Caches: o.Span.Len()}
-	}
-	return loads
-}
+// Snapshot is the controller's state at one instant: the admission part
+// of the info document a server answers (api.Admission).
+type Snapshot = api.Admission
 
 // Snapshot returns the current state.
 func (c *Controller) Snapshot() Snapshot {
@@ -85,11 +24,11 @@ func (c *Controller) Snapshot() Snapshot {
 		CacheBytesFree: c.budget - c.usedLocked,
 		MaxSessions:    c.cfg.MaxSessions,
 		Closed:         c.closedLocked,
-		Open:           make([]OpenSession, 0, len(c.openLocked)),
-		Queue:          make([]QueuedSession, 0, len(c.queueLocked)),
+		Open:           make([]api.OpenSession, 0, len(c.openLocked)),
+		Queue:          make([]api.QueuedSession, 0, len(c.queueLocked)),
 	}
 	for g := range c.openLocked {
-		s.Open = append(s.Open, OpenSession{
+		s.Open = append(s.Open, api.OpenSession{
 			SessionID:  g.req.SessionID,
 			Span:       g.req.Span,
 			MaxLength:  g.req.MaxLength,
@@ -98,12 +37,12 @@ func (c *Controller) Snapshot() Snapshot {
 			Age:        now.Sub(g.openedAt).Seconds(),
 		})
 	}
-	slices.SortFunc(s.Open, func(a, b OpenSession) int {
+	slices.SortFunc(s.Open, func(a, b api.OpenSession) int {
 		return cmp.Or(cmp.Compare(a.Remaining, b.Remaining), cmp.Compare(b.Age, a.Age), cmp.Compare(a.SessionID, b.SessionID))
 	})
 	open, pending := c.estimateInputsLocked(now)
 	for i, w := range c.queueLocked {
-		s.Queue = append(s.Queue, QueuedSession{
+		s.Queue = append(s.Queue, api.QueuedSession{
 			SessionID:     w.req.SessionID,
 			Position:      i,
 			Span:          w.req.Span,

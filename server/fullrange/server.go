@@ -20,29 +20,13 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/swarmllm/swarm/server/api"
+	"github.com/swarmllm/swarm/api"
 	"github.com/swarmllm/swarm/swarm"
 )
 
 // StateDown is Info.State while the engine's /health or /v1/models fails:
 // ingresses do not route to the replica then.
 const StateDown = "down"
-
-// Info is the JSON document of GET /v1/info: the api.Info of a server whose
-// FullRange is true and whose Span is [0, L), plus the engine's model id
-// (ingress.ReplicaInfo reads it).
-type Info struct {
-	api.Info
-	// BackendModel is the engine's model id (its first /v1/models entry),
-	// the "model" its requests must name.
-	BackendModel string `json:"backend_model"`
-	// Backend is the engine's URL, for operators.
-	Backend string `json:"backend,omitempty"`
-	// ModelInfo describes the model when the replica was given its
-	// metadata (Config.Model); it shadows api.Info's, which would not
-	// encode without a dtype.
-	ModelInfo *swarm.ModelInfo `json:"model_info,omitempty"`
-}
 
 // Server is a full-range replica's sidecar.
 type Server struct {
@@ -58,7 +42,7 @@ type Server struct {
 
 	mu sync.Mutex
 	// infoLocked is the advertised document; guarded by mu.
-	infoLocked Info
+	infoLocked api.Info
 	// changed is closed and replaced when infoLocked's state changes.
 	changedLocked chan struct{}
 }
@@ -109,15 +93,13 @@ func Start(ctx context.Context, cfg Config, logger *slog.Logger) (*Server, error
 	if err != nil {
 		return nil, err
 	}
-	s.infoLocked = Info{
-		Info: api.Info{
-			ServerInfo: swarm.ServerInfo{
-				Model: name, Span: swarm.Span{Start: 0, End: cfg.Blocks}, ModelBlocks: cfg.Blocks, FullRange: true,
-				Tau: tau, TauI: tauI, Provider: cfg.Provider, Sessions: []swarm.SessionLoad{}, ProtocolVersion: swarm.ProtocolVersion,
-			},
-			State: api.StateServing, MaxLength: cfg.MaxLength,
-			Measurement: api.Measurement{Hardware: "the engine at " + cfg.BackendURL, MeasuredAt: time.Now().UTC().Format(time.RFC3339)},
+	s.infoLocked = api.Info{
+		ServerInfo: swarm.ServerInfo{
+			Model: name, Span: swarm.Span{Start: 0, End: cfg.Blocks}, ModelBlocks: cfg.Blocks, FullRange: true,
+			Tau: tau, TauI: tauI, Provider: cfg.Provider, Sessions: []swarm.SessionLoad{}, ProtocolVersion: swarm.ProtocolVersion,
 		},
+		State: api.StateServing, MaxLength: cfg.MaxLength,
+		Measurement:  api.Measurement{Hardware: "the engine at " + cfg.BackendURL, MeasuredAt: time.Now().UTC().Format(time.RFC3339)},
 		BackendModel: model, Backend: cfg.BackendURL, ModelInfo: cfg.Model,
 	}
 	s.log.Info("engine ready", "backend", cfg.BackendURL, "backend_model", model, "model", name,
@@ -284,7 +266,7 @@ func (s *Server) measure(ctx context.Context, model string) (float64, swarm.Pref
 }
 
 // Info returns the advertised document.
-func (s *Server) Info() Info {
+func (s *Server) Info() api.Info {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.infoLocked

@@ -5,7 +5,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/swarmllm/swarm/server/api"
+	"github.com/swarmllm/swarm/api"
 )
 
 func TestP2PEndpoint(t *testing.T) {

@@ -21,9 +21,6 @@ const (
 // P2PScheme starts the URLs of endpoints reached over libp2p streams.
 const P2PScheme = "libp2p://"
 
-// MaxInfoBytes bounds an Info document read from a server, in bytes.
-const MaxInfoBytes = 16 << 20
-
 // P2PEndpoint returns the Endpoint of a server reached over libp2p streams
 // by its peer id: Inference is "libp2p://PEERID/swarm/inference/1" and Info
 // "libp2p://PEERID/swarm/info/1". The strings name the server in routes,

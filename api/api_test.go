@@ -12,7 +12,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/swarmllm/swarm/server/api"
+	"github.com/swarmllm/swarm/api"
 	"github.com/swarmllm/swarm/swarm"
 	"github.com/swarmllm/swarm/swarm/wire"
 )

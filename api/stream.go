@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"sync"
 
 	"github.com/swarmllm/swarm/swarm/wire"
@@ -91,3 +92,14 @@ func (c *streamConn) Close() error {
 
 // RemoteAddr implements FrameConn.
 func (c *streamConn) RemoteAddr() string { return c.remote }
+
+// Pipe returns the two ends of an in-memory, synchronous FrameConn
+// (net.Pipe under NewStream): what one end writes the other reads, with no
+// buffering, sockets or timeouts. It is the data plane's in-memory twin for
+// tests (hashicorp/raft's InmemTransport plays the same part), and it runs
+// inside testing/synctest bubbles. Frames over maxPayload bytes
+// (wire.DefaultMaxPayload when <= 0) are refused from their header.
+func Pipe(maxPayload int, clientName, serverName string) (clientEnd, serverEnd FrameConn) {
+	c, s := net.Pipe()
+	return NewStream(c, maxPayload, serverName), NewStream(s, maxPayload, clientName)
+}
