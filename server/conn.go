@@ -28,6 +28,13 @@ type conn struct {
 	// closings counts Close requests whose Closed frame is not sent yet;
 	// Add only under mu while !abortingLocked.
 	closings sync.WaitGroup
+	// releaseMu orders the frames a release causes on this connection: a
+	// Close holds it from releasing its caches until its Closed frame is
+	// written, and a waiting Open takes it to answer Granted, so a session
+	// queued behind one of the same connection is granted after that one's
+	// Closed, never before (the room is free for other connections as soon
+	// as it is released).
+	releaseMu sync.Mutex
 
 	mu sync.Mutex
 	// sessionsLocked maps session ids to sessions; a nil value reserves
@@ -192,6 +199,8 @@ func (c *conn) open(o *wire.Open) {
 	s.notifyLoad()
 	c.log.Info("session open", "session", sid, "span", o.Span.String(), "max_length", o.MaxLength,
 		"dtype", o.DType.String(), "cache_bytes", g.CacheBytes(), "waited", g.Waited())
+	c.releaseMu.Lock()
+	defer c.releaseMu.Unlock()
 	c.send(&wire.Granted{SessionID: sid, DType: o.DType, CacheBytes: g.CacheBytes(), Waited: g.Waited().Seconds()})
 }
 

@@ -118,9 +118,11 @@ func (s *session) run() {
 				continue
 			}
 			if closing {
+				s.c.releaseMu.Lock()
 				s.release()
 				s.c.log.Info("session closed", "session", s.id)
 				s.c.send(&wire.Closed{SessionID: s.id})
+				s.c.releaseMu.Unlock()
 				return
 			}
 			break
