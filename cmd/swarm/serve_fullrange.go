@@ -9,16 +9,14 @@ import (
 	"log/slog"
 	"net"
 	"path/filepath"
-	"time"
 
 	"github.com/spf13/pflag"
 
-	"github.com/swarmllm/swarm/api"
 	"github.com/swarmllm/swarm/blocks"
+	"github.com/swarmllm/swarm/node"
 	"github.com/swarmllm/swarm/registry"
 	"github.com/swarmllm/swarm/server"
 	"github.com/swarmllm/swarm/server/fullrange"
-	"github.com/swarmllm/swarm/swarm"
 	"github.com/swarmllm/swarm/swarm/p2p"
 )
 
@@ -163,49 +161,19 @@ func publishReplica(ctx context.Context, logger *slog.Logger, o serveOptions, sr
 		n.Close()
 		return "", nil, nil, err
 	}
-	publish := func() error {
-		info := srv.Info()
-		si := info.ServerInfo
-		si.ID, si.Endpoints = reg.ID(), []string{url}
-		state := swarm.StateServing
-		if info.State != api.StateServing {
-			state = swarm.StateDown
-		}
-		return reg.Publish(si, state)
-	}
-	if err := publish(); err != nil {
+	stop, err := node.PublishReplica(ctx, reg, srv, url, logger)
+	if err != nil {
 		reg.Close()
 		n.Close()
 		return "", nil, nil, err
 	}
 	logger.Info("published in the registry", "id", reg.ID(), "addrs", fmt.Sprint(n.Addrs()))
-	ctx, cancel := context.WithCancel(ctx)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-srv.Changed():
-				if err := publish(); err != nil {
-					logger.Warn("registry publish failed", "err", err)
-				}
-			}
-		}
-	}()
 	var addrs []string
 	for _, a := range n.Addrs() {
 		addrs = append(addrs, a.String())
 	}
 	return n.ID().String(), addrs, func() {
-		cancel()
-		<-done
-		lctx, lcancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer lcancel()
-		if err := reg.Leave(lctx); err != nil {
-			logger.Warn("registry leave failed", "err", err)
-		}
+		stop()
 		reg.Close()
 		n.Close()
 	}, nil
