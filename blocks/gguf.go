@@ -11,6 +11,7 @@ import (
 
 	gguf "github.com/gpustack/gguf-parser-go"
 
+	"github.com/swarmllm/swarm/blocks/tokenizer"
 	"github.com/swarmllm/swarm/swarm"
 )
 
@@ -228,9 +229,18 @@ func openGGUF(m *Model, cfg *config, path string) error {
 	}
 	m.info = info
 	if _, ok := gf.Header.MetadataKV.Get("tokenizer.ggml.tokens"); ok {
+		// The tokenizer is read from the metadata parsed here, not parsed
+		// again from the file.
 		m.tokenizerPath = path
-		m.loadTok = loadGGUFTokenizer
+		m.loadTok = func(string, int) (tokenizer.Tokenizer, error) {
+			t, err := tokenizer.FromGGUFFile(gf, path)
+			if err != nil {
+				return nil, err
+			}
+			return t, nil
+		}
 	}
+	m.chatTemplate = ggufChatTemplate(path, gf.Header.MetadataKV)
 	return nil
 }
 

@@ -65,6 +65,7 @@ func tokenID(raw json.RawMessage, def int) int {
 // openHF reads config.json and the safetensors headers of a directory.
 func openHF(m *Model, cfg *config, dir string) error {
 	m.format = "hf"
+	m.chatTemplate = func() (string, error) { return hfChatTemplate(dir) }
 	cfgPath := filepath.Join(dir, "config.json")
 	raw, err := os.ReadFile(cfgPath)
 	if err != nil {

@@ -120,6 +120,7 @@ type Model struct {
 
 	tokenizerPath string                                                    // "" when none is known
 	loadTok       func(path string, vocab int) (tokenizer.Tokenizer, error) // loads tokenizerPath
+	chatTemplate  func() (string, error)                                    // nil: none
 
 	mu     sync.Mutex // guards files and closed
 	files  []*modelFile

@@ -30,12 +30,3 @@ func loadLlama2CTokenizer(path string, vocab int) (tokenizer.Tokenizer, error) {
 	}
 	return t, nil
 }
-
-// loadGGUFTokenizer loads the tokenizer embedded in a GGUF file.
-func loadGGUFTokenizer(path string, _ int) (tokenizer.Tokenizer, error) {
-	t, err := tokenizer.FromGGUF(path)
-	if err != nil {
-		return nil, err
-	}
-	return t, nil
-}

@@ -151,6 +151,9 @@ func WriteGGUF(path string, c Config) error {
 		{"tokenizer.ggml.eos_token_id", uint32(eosID)},
 		{"tokenizer.ggml.unknown_token_id", uint32(unkID)},
 	}
+	if c.ChatTemplate != "" {
+		kvs = append(kvs, ggufKV{"tokenizer.chat_template", c.ChatTemplate})
+	}
 	var ts []ggufTensor
 	addT := func(name string, t tensor) {
 		dt := c.DType

@@ -57,6 +57,9 @@ type Config struct {
 	Tied bool
 	// Seed selects the weights.
 	Seed uint64
+	// ChatTemplate, when not empty, is written as the GGUF key
+	// tokenizer.chat_template (a Jinja2 template).
+	ChatTemplate string
 }
 
 // DefaultConfig is a tiny model: 2 blocks, d_model 64, 4 heads, 2 KV heads,

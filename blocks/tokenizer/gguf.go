@@ -32,8 +32,7 @@ const (
 // (default true; WithDummyPrefix overrides it). A missing or mistyped key,
 // or a malformed file, gives ErrFormat naming the file and the key.
 func FromGGUF(path string, opts ...Option) (t *BPE, err error) {
-	c, err := newConfig(opts)
-	if err != nil {
+	if _, err := newConfig(opts); err != nil {
 		return nil, err
 	}
 	defer func() {
@@ -46,6 +45,23 @@ func FromGGUF(path string, opts ...Option) (t *BPE, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s: parse GGUF: %w", ErrFormat, path, err)
 	}
+	return FromGGUFFile(f, path, opts...)
+}
+
+// FromGGUFFile is FromGGUF over a file already parsed with
+// gguf-parser-go (blocks.Open parses a model's GGUF header once and hands
+// it here); path names the file in errors and is read again only for
+// token pieces the parser trimmed.
+func FromGGUFFile(f *gguf.GGUFFile, path string, opts ...Option) (t *BPE, err error) {
+	c, err := newConfig(opts)
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			t, err = nil, fmt.Errorf("%w: %s: GGUF metadata: %v", ErrFormat, path, r)
+		}
+	}()
 	kvs := f.Header.MetadataKV
 	model, err := ggufString(kvs, ggufModel)
 	if err != nil {

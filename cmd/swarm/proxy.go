@@ -144,8 +144,8 @@ func loadIngressModel(path, tokenizerPath string) (ingress.Model, error) {
 	if err != nil {
 		return ingress.Model{}, err
 	}
+	defer m.Close()
 	head, err := m.LoadHead()
-	m.Close()
 	if err != nil {
 		return ingress.Model{}, err
 	}
@@ -153,7 +153,7 @@ func loadIngressModel(path, tokenizerPath string) (ingress.Model, error) {
 	if tok == nil {
 		return ingress.Model{}, fmt.Errorf("%w: model %s comes without a tokenizer: pass --tokenizer PATH at the same position", errUsage, path)
 	}
-	tpl, err := openai.ChatTemplateOf(path)
+	tpl, err := m.ChatTemplate()
 	if err != nil {
 		return ingress.Model{}, fmt.Errorf("reading the chat template of %s: %w", path, err)
 	}

@@ -5,8 +5,6 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
-
-	"github.com/swarmllm/swarm/internal/testenv"
 )
 
 // TestChatTemplates renders real chat templates (Llama 2 chat's, TinyLlama
@@ -68,27 +66,4 @@ func TestPlainTemplate(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, tt.want, got)
 	}
-}
-
-// TestChatTemplateOf reads templates from model metadata: none in the
-// stories260K GGUF and llama2.c files, the string or the "default" entry
-// of a Hugging Face tokenizer_config.json.
-func TestChatTemplateOf(t *testing.T) {
-	for _, name := range []string{"stories260K.gguf", "stories260K.bin"} {
-		src, err := ChatTemplateOf(testenv.SharedFile(t, "models", "stories260K", name))
-		require.NoError(t, err)
-		require.Empty(t, src, name)
-	}
-	dir := t.TempDir()
-	require.NoError(t, os.WriteFile(dir+"/tokenizer_config.json", []byte(`{"chat_template": "{{ messages[0]['content'] }}"}`), 0o644))
-	src, err := ChatTemplateOf(dir)
-	require.NoError(t, err)
-	require.Equal(t, "{{ messages[0]['content'] }}", src)
-	require.NoError(t, os.WriteFile(dir+"/tokenizer_config.json", []byte(`{"chat_template": [{"name": "tool_use", "template": "x"}, {"name": "default", "template": "y"}]}`), 0o644))
-	src, err = ChatTemplateOf(dir)
-	require.NoError(t, err)
-	require.Equal(t, "y", src)
-	require.NoError(t, os.WriteFile(dir+"/tokenizer_config.json", []byte(`{"chat_template": 5}`), 0o644))
-	_, err = ChatTemplateOf(dir)
-	require.ErrorContains(t, err, "neither a string nor a list")
 }
