@@ -104,9 +104,30 @@ func (a Algorithm) place(in placement.Input) (placement.Plan, error) {
 	return f(in)
 }
 
-// router returns the routing function for this algorithm: servers is the
-// snapshot, ping the server-to-server RTTs among them (PETALS only).
-func (a Algorithm) router(p PetalsConfig) (func(servers []routing.Server, req routing.Request, ping [][]float64) (routing.Route, error), error) {
+// RouteFunc routes one session: servers is the snapshot, ping the
+// server-to-server round trip times among them in seconds (PETALS routing
+// only; nil means unknown). Errors are routing's (routing.ErrNoRoute, ...).
+type RouteFunc func(servers []routing.Server, req routing.Request, ping [][]float64) (routing.Route, error)
+
+// ForPlacement returns the algorithm that pairs the placement called name
+// with its routing: the first row of Algorithms whose Placement is name
+// ("cgbp" gives proposed, routed by WS-RR; "petals", "opt-order" and
+// "opt-number" are routed by PETALS). A placement without a row, such as
+// the exhaustive "optimal", is routed by WS-RR like CG-BP, under its own
+// name; ForPlacement does not check that the placement exists.
+func ForPlacement(name string) Algorithm {
+	for _, a := range algorithms {
+		if a.Placement == name {
+			return a
+		}
+	}
+	return Algorithm{Name: name, Placement: name, Routing: "wsrr", Admission: AdmitWait}
+}
+
+// Router returns the routing function of this algorithm with the PETALS
+// constants p (used by PETALS routing only). The error wraps ErrBadConfig
+// for a Routing this package does not know.
+func (a Algorithm) Router(p PetalsConfig) (RouteFunc, error) {
 	switch a.Routing {
 	case "wsrr":
 		return func(s []routing.Server, r routing.Request, _ [][]float64) (routing.Route, error) {

@@ -90,7 +90,7 @@ type engine struct {
 	work  Workload
 	alg   Algorithm
 	plan  placement.Plan
-	route func([]routing.Server, routing.Request, [][]float64) (routing.Route, error)
+	route RouteFunc
 	clock func() time.Time
 	setup float64 // Calibration.setup(alg): added before every prefill
 
@@ -111,7 +111,7 @@ type engine struct {
 }
 
 func newEngine(f *Fleet, w Workload, alg Algorithm, plan placement.Plan, clock func() time.Time) (*engine, error) {
-	route, err := alg.router(f.Petals)
+	route, err := alg.Router(f.Petals)
 	if err != nil {
 		return nil, err
 	}

@@ -1,0 +1,49 @@
+package sim_test
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/swarmllm/swarm/placement"
+	"github.com/swarmllm/swarm/routing"
+	"github.com/swarmllm/swarm/sim"
+	"github.com/swarmllm/swarm/swarm"
+)
+
+// TestForPlacement: every placement is routed by its row of the table;
+// the exhaustive optimum, which has none, by WS-RR.
+func TestForPlacement(t *testing.T) {
+	for _, name := range placement.Names() {
+		a := sim.ForPlacement(name)
+		require.Equal(t, name, a.Placement)
+		want, ok := map[string]string{"cgbp": "proposed", "petals": "petals", "opt-order": "opt-order", "opt-number": "opt-number"}[name]
+		if !ok {
+			require.Equal(t, sim.Algorithm{Name: name, Placement: name, Routing: "wsrr", Admission: sim.AdmitWait}, a)
+			continue
+		}
+		b, err := sim.LookupAlgorithm(want)
+		require.NoError(t, err)
+		require.Equal(t, b, a, name)
+	}
+}
+
+// TestRouter: the three routing rules route a two-hop chain; an unknown
+// rule is ErrBadConfig.
+func TestRouter(t *testing.T) {
+	servers := []routing.Server{
+		{Name: "a", Span: swarm.Span{Start: 0, End: 2}, Tau: 0.01, RTT: 0.1, CacheSlots: 4},
+		{Name: "b", Span: swarm.Span{Start: 2, End: 4}, Tau: 0.02, RTT: 0.2, CacheSlots: 4},
+	}
+	req := routing.Request{Blocks: 4, MaxLength: 8}
+	for _, a := range sim.Algorithms() {
+		route, err := a.Router(sim.DefaultPetalsConfig())
+		require.NoError(t, err, a.Name)
+		r, err := route(servers, req, nil)
+		require.NoError(t, err, a.Name)
+		require.Len(t, r.Hops, 2, a.Name)
+		require.InDelta(t, 0.1+0.2+2*0.01+2*0.02, r.PerToken, 1e-12, a.Name) // eq. (4)
+	}
+	_, err := sim.Algorithm{Name: "x", Routing: "magic"}.Router(sim.DefaultPetalsConfig())
+	require.ErrorIs(t, err, sim.ErrBadConfig)
+}
