@@ -55,6 +55,7 @@ var depRules = map[string]depRule{
 	"routing":               {only: vocabulary, std: pure, transitive: noNetwork},
 	"api":                   {only: []string{"swarm", "swarm/wire"}},
 	"topologies":            {only: []string{}, std: []string{"net", "time", "sync"}},
+	"fleet":                 {never: []string{"server", "client", "registry", "node", "ingress", "blocks", "cmd"}, std: []string{"net"}, transitive: noNetwork},
 	"sim":                   {only: []string{"placement", "routing", "swarm", "topologies"}, std: []string{"net", "os", "sync"}, transitive: noNetwork, required: []string{"placement", "routing"}},
 	"blocks":                {never: []string{"server", "client", "registry", "sim", "placement", "routing", "node", "ingress", "cmd"}, std: []string{"net"}},
 	"blocks/tokenizer":      {only: vocabulary, std: []string{"net"}},
