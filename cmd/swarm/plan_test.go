@@ -14,6 +14,7 @@ import (
 	"github.com/cockroachdb/datadriven"
 	"github.com/stretchr/testify/require"
 
+	"github.com/swarmllm/swarm/fleet"
 	"github.com/swarmllm/swarm/internal/testenv"
 )
 
@@ -44,11 +45,11 @@ func runSwarm(t *testing.T, args ...string) (string, string, int) {
 	return stdout.String(), stderr.String(), code
 }
 
-func planJSONOf(t *testing.T, args ...string) planJSON {
+func planJSONOf(t *testing.T, args ...string) fleet.Summary {
 	t.Helper()
 	stdout, stderr, code := runSwarm(t, append([]string{"plan", "--json"}, args...)...)
 	require.Zero(t, code, "stderr: %s", stderr)
-	var pj planJSON
+	var pj fleet.Summary
 	dec := json.NewDecoder(strings.NewReader(stdout))
 	dec.DisallowUnknownFields()
 	require.NoError(t, dec.Decode(&pj), stdout)
@@ -81,8 +82,8 @@ func TestPlanClusteredCGBP(t *testing.T) {
 	}
 	// Lemma 3.3: the two A100s (smallest t~) lie end to end, the second one
 	// flush with the last block: a_2 = L - m_2 = 29.
-	require.Equal(t, spanJSON{"a100-1", 0, 41}, pj.Servers[0])
-	require.Equal(t, spanJSON{"a100-2", 29, 70}, pj.Servers[1])
+	require.Equal(t, fleet.NamedSpan{Name: "a100-1", Start: 0, End: 41}, pj.Servers[0])
+	require.Equal(t, fleet.NamedSpan{Name: "a100-2", Start: 29, End: 70}, pj.Servers[1])
 
 	// (17): K = 2, t~ = tau + 0.1/41: 2 * 41 t~ - tau (82 - 70).
 	require.NotNil(t, pj.UpperBound)
@@ -90,7 +91,7 @@ func TestPlanClusteredCGBP(t *testing.T) {
 	require.NotNil(t, pj.LowerBound)
 	require.Less(t, *pj.LowerBound, *pj.UpperBound)
 
-	wantChain := []spanJSON{{"a100-1", 0, 41}, {"a100-2", 41, 70}}
+	wantChain := []fleet.NamedSpan{{Name: "a100-1", Start: 0, End: 41}, {Name: "a100-2", Start: 41, End: 70}}
 	for client, rtt := range map[string]float64{"c0": rttFar, "c1": rttNear, "c2": rttFar} {
 		r, ok := pj.Routes[client]
 		require.True(t, ok, client)
@@ -115,7 +116,7 @@ func TestPlanClusteredPetals(t *testing.T) {
 		require.Equal(t, want, s.End-s.Start, s.Name)
 	}
 	// The second A100 takes the only window holding all 17 unserved blocks.
-	require.Equal(t, spanJSON{"a100-2", 17, 70}, pj.Servers[1])
+	require.Equal(t, fleet.NamedSpan{Name: "a100-2", Start: 17, End: 70}, pj.Servers[1])
 }
 
 // TestPlanScript runs testdata/plan/cli.txt: command lines of the real
@@ -190,7 +191,7 @@ func TestPlanBadFleet(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "fleet.json")
 			require.NoError(t, os.WriteFile(path, []byte(text), 0o644))
 			err := runPlan(&bytes.Buffer{}, planOptions{config: path, algorithm: "cgbp"})
-			require.ErrorIs(t, err, errBadFleet)
+			require.ErrorIs(t, err, fleet.ErrBadFleet)
 			require.ErrorContains(t, err, tt.want)
 		})
 	}
