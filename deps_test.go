@@ -57,6 +57,7 @@ var depRules = map[string]depRule{
 	"topologies":            {only: []string{}, std: []string{"net", "time", "sync"}},
 	"fleet":                 {never: []string{"server", "client", "registry", "node", "ingress", "blocks", "cmd"}, std: []string{"net"}, transitive: noNetwork},
 	"sim":                   {only: []string{"placement", "routing", "swarm", "topologies"}, std: []string{"net", "os", "sync"}, transitive: noNetwork, required: []string{"placement", "routing"}},
+	"sim/experiment":        {only: []string{"sim", "topologies"}, std: []string{"net"}, transitive: noNetwork},
 	"blocks":                {never: []string{"server", "client", "registry", "sim", "placement", "routing", "node", "ingress", "cmd"}, std: []string{"net"}},
 	"blocks/tokenizer":      {only: vocabulary, std: []string{"net"}},
 	"blocks/synth":          {only: []string{"swarm", "blocks/tokenizer"}, std: []string{"net"}},
