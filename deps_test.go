@@ -75,6 +75,7 @@ var depRules = map[string]depRule{
 	"ingress":               {never: []string{"server", "registry", "node", "sim", "cmd", "ingress/openai", "ingress/petals", "ingress/ingresstest"}},
 	"ingress/openai":        {never: []string{"server", "registry", "node", "sim", "cmd"}},
 	"ingress/petals":        {never: []string{"server", "registry", "node", "sim", "cmd"}},
+	"ingress/loadtest":      {never: []string{"ingress", "server", "registry", "node", "sim", "cmd"}},
 	"ingress/ingresstest":   {never: []string{"cmd"}},
 	"internal/testenv":      {only: []string{}},
 }
