@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -9,15 +8,12 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"slices"
-	"sync"
 	"time"
 
 	"github.com/spf13/cobra"
-	sse "github.com/tmaxmax/go-sse"
 
-	"github.com/swarmllm/swarm/blocks"
 	"github.com/swarmllm/swarm/client"
+	"github.com/swarmllm/swarm/ingress/loadtest"
 )
 
 // benchOptions are the flags of `swarm proxy bench`.
@@ -75,37 +71,6 @@ Run it against real servers, e.g.:
 	return cmd
 }
 
-// benchPhase is one phase's measurements.
-type benchPhase struct {
-	Name     string  `json:"name"`
-	Requests int     `json:"requests"`
-	Errors   int     `json:"errors"`
-	Tokens   int     `json:"tokens"`
-	TTFTp50  float64 `json:"ttft_p50_seconds"`
-	TTFTp99  float64 `json:"ttft_p99_seconds"`
-	TPOT     float64 `json:"tpot_mean_seconds"`
-	Wall     float64 `json:"wall_seconds"`
-	FirstErr string  `json:"first_error,omitempty"`
-}
-
-// benchReport is the output of the command.
-type benchReport struct {
-	Concurrency  int        `json:"concurrency"`
-	Rounds       int        `json:"rounds"`
-	MaxTokens    int        `json:"max_tokens"`
-	Direct       benchPhase `json:"direct"`
-	Proxy        benchPhase `json:"proxy"`
-	AddedTTFTp50 float64    `json:"added_ttft_p50_seconds"`
-	AddedTTFTp99 float64    `json:"added_ttft_p99_seconds"`
-}
-
-// sample is one request's outcome.
-type sample struct {
-	ttft, total time.Duration
-	tokens      int
-	err         error
-}
-
 func runProxyBench(ctx context.Context, out io.Writer, o benchOptions) error {
 	switch {
 	case o.model == "":
@@ -149,159 +114,21 @@ func runProxyBench(ctx context.Context, out io.Writer, o benchOptions) error {
 		defer hs.Close()
 		proxyURL = "http://" + ln.Addr().String()
 	}
-	direct := func(ctx context.Context) sample {
-		start := time.Now()
-		var s sample
-		sess, err := c.Open(ctx, len(prompt)+o.maxTokens-1)
-		if err != nil {
-			s.err = err
-			return s
-		}
-		defer sess.Close()
-		sampler, _ := blocks.NewSampler(blocks.SamplerConfig{})
-		for tok, err := range sess.Generate(ctx, prompt, o.maxTokens, sampler) {
-			if err != nil {
-				s.err = err
-				return s
-			}
-			if s.tokens == 0 {
-				s.ttft = time.Since(start)
-			}
-			_ = tok
-			s.tokens++
-		}
-		s.total = time.Since(start)
-		return s
-	}
 	hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: o.concurrency}}
-	viaProxy := func(ctx context.Context) sample {
-		start := time.Now()
-		var s sample
-		body, _ := json.Marshal(map[string]any{"model": m.Name, "prompt": o.prompt, "max_tokens": o.maxTokens, "temperature": 0, "stream": true})
-		req, err := http.NewRequestWithContext(ctx, http.MethodPost, proxyURL+"/v1/completions", bytes.NewReader(body))
-		if err != nil {
-			s.err = err
-			return s
-		}
-		req.Header.Set("Content-Type", "application/json")
-		resp, err := hc.Do(req)
-		if err != nil {
-			s.err = err
-			return s
-		}
-		defer resp.Body.Close()
-		if resp.StatusCode != http.StatusOK {
-			b, _ := io.ReadAll(resp.Body)
-			s.err = fmt.Errorf("HTTP %s: %s", resp.Status, b)
-			return s
-		}
-		for ev, err := range sse.Read(resp.Body, nil) {
-			if err != nil {
-				s.err = err
-				return s
-			}
-			if ev.Data == "[DONE]" {
-				break
-			}
-			var ch struct {
-				Choices []struct {
-					Text string `json:"text"`
-				} `json:"choices"`
-			}
-			if err := json.Unmarshal([]byte(ev.Data), &ch); err != nil {
-				s.err = err
-				return s
-			}
-			if len(ch.Choices) > 0 && ch.Choices[0].Text != "" {
-				if s.tokens == 0 {
-					s.ttft = time.Since(start)
-				}
-				s.tokens++
-			}
-		}
-		s.total = time.Since(start)
-		return s
-	}
-	rep := benchReport{Concurrency: o.concurrency, Rounds: o.rounds, MaxTokens: o.maxTokens}
-	// A warm-up request per phase: connections, measurement caches.
-	_ = direct(ctx)
-	_ = viaProxy(ctx)
-	rep.Direct = runBenchPhase(ctx, "direct", o, direct)
-	rep.Proxy = runBenchPhase(ctx, "proxy", o, viaProxy)
-	rep.AddedTTFTp50 = rep.Proxy.TTFTp50 - rep.Direct.TTFTp50
-	rep.AddedTTFTp99 = rep.Proxy.TTFTp99 - rep.Direct.TTFTp99
+	rep := loadtest.Compare(ctx, loadtest.Config{Concurrency: o.concurrency, Rounds: o.rounds, MaxTokens: o.maxTokens},
+		loadtest.Direct(c, prompt, o.maxTokens), loadtest.Completions(hc, proxyURL, m.Name, o.prompt, o.maxTokens))
 	if o.json {
 		enc := json.NewEncoder(out)
 		enc.SetIndent("", "  ")
 		return enc.Encode(rep)
 	}
-	ms := func(s float64) string { return fmt.Sprintf("%9.2fms", s*1000) }
-	fmt.Fprintf(out, "%d concurrent streaming requests x %d rounds, %d tokens each\n", o.concurrency, o.rounds, o.maxTokens)
-	fmt.Fprintf(out, "%-8s %8s %7s %11s %11s %11s %9s\n", "phase", "requests", "errors", "TTFT p50", "TTFT p99", "TPOT mean", "wall")
-	for _, p := range []benchPhase{rep.Direct, rep.Proxy} {
-		fmt.Fprintf(out, "%-8s %8d %7d %11s %11s %11s %8.2fs\n", p.Name, p.Requests, p.Errors, ms(p.TTFTp50), ms(p.TTFTp99), ms(p.TPOT), p.Wall)
+	if err := rep.WriteText(out); err != nil {
+		return err
 	}
-	fmt.Fprintf(out, "added by the proxy: TTFT p50 %s, p99 %s\n", ms(rep.AddedTTFTp50), ms(rep.AddedTTFTp99))
-	for _, p := range []benchPhase{rep.Direct, rep.Proxy} {
-		if p.FirstErr != "" {
-			fmt.Fprintf(out, "%s: first error: %s\n", p.Name, p.FirstErr)
-		}
-	}
-	if rep.Direct.Errors+rep.Proxy.Errors > 0 {
-		return fmt.Errorf("proxy bench: %d requests failed", rep.Direct.Errors+rep.Proxy.Errors)
+	if n := rep.Failed(); n > 0 {
+		return fmt.Errorf("proxy bench: %d requests failed", n)
 	}
 	return nil
-}
-
-// runBenchPhase runs rounds of concurrent requests and summarizes them.
-func runBenchPhase(ctx context.Context, name string, o benchOptions, one func(context.Context) sample) benchPhase {
-	p := benchPhase{Name: name}
-	var all []sample
-	start := time.Now()
-	for range o.rounds {
-		got := make([]sample, o.concurrency)
-		var wg sync.WaitGroup
-		for i := range got {
-			wg.Go(func() { got[i] = one(ctx) })
-		}
-		wg.Wait()
-		all = append(all, got...)
-	}
-	p.Wall = time.Since(start).Seconds()
-	var ttfts []float64
-	var tpotSum float64
-	tpotN := 0
-	for _, s := range all {
-		p.Requests++
-		if s.err != nil {
-			p.Errors++
-			if p.FirstErr == "" {
-				p.FirstErr = s.err.Error()
-			}
-			continue
-		}
-		p.Tokens += s.tokens
-		ttfts = append(ttfts, s.ttft.Seconds())
-		if s.tokens > 1 {
-			tpotSum += (s.total - s.ttft).Seconds() / float64(s.tokens-1)
-			tpotN++
-		}
-	}
-	slices.Sort(ttfts)
-	p.TTFTp50, p.TTFTp99 = percentile(ttfts, 0.50), percentile(ttfts, 0.99)
-	if tpotN > 0 {
-		p.TPOT = tpotSum / float64(tpotN)
-	}
-	return p
-}
-
-// percentile returns the nearest-rank percentile q of sorted values.
-func percentile(sorted []float64, q float64) float64 {
-	if len(sorted) == 0 {
-		return 0
-	}
-	i := int(q*float64(len(sorted))+0.999999) - 1
-	return sorted[min(max(i, 0), len(sorted)-1)]
 }
 
 // nonEmpty returns []string{s}, or nil for "".
