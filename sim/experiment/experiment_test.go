@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/spf13/pflag"
 	"github.com/stretchr/testify/require"
 
 	"github.com/swarmllm/swarm/internal/testenv"
@@ -210,4 +211,23 @@ func names(algs []sim.Algorithm) []string {
 		out = append(out, a.Name)
 	}
 	return out
+}
+
+// TestAddFlags: every option is a `swarm sim` flag whose default is the
+// option's value.
+func TestAddFlags(t *testing.T) {
+	o := experiment.DefaultOptions()
+	fs := pflag.NewFlagSet("sim", pflag.ContinueOnError)
+	o.AddFlags(fs)
+	require.Equal(t, "[proposed,petals,opt-order,opt-number,opt-rr]", fs.Lookup("algorithms").DefValue)
+	require.Equal(t, "0.2", fs.Lookup("eta").DefValue)
+	require.Contains(t, fs.Lookup("algorithms").Usage, "proposed (CG-BP placement + WS-RR routing")
+	require.NoError(t, fs.Parse([]string{"--scenario", "topology", "--topology", "t.graph", "--graphml-delays", "repetita",
+		"--servers", "7", "--eta", "0.5", "--client-cluster", "2", "--rate", "0.3", "--requests", "9", "--output-tokens", "16",
+		"--input-tokens", "4", "--seed", "3", "--runs", "5", "--algorithms", "petals,opt-rr", "--calibration", "matlab", "--parallel", "2"}))
+	require.Equal(t, experiment.Options{
+		Scenario: "topology", Topology: "t.graph", GraphMLDelays: "repetita", Servers: 7, Eta: 0.5, ClientCluster: 2,
+		Rate: 0.3, Requests: 9, OutputTokens: 16, InputTokens: 4, Seed: 3, Runs: 5,
+		Algorithms: []string{"petals", "opt-rr"}, Calibration: "matlab", Parallel: 2,
+	}, o)
 }
