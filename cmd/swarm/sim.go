@@ -5,14 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"strings"
 	"time"
 
 	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
-	"github.com/swarmllm/swarm/sim"
 	"github.com/swarmllm/swarm/sim/experiment"
 )
 
@@ -23,34 +21,9 @@ type simOptions struct {
 }
 
 func addSimFlags(f *pflag.FlagSet, o *simOptions) {
-	d := experiment.DefaultOptions()
-	f.StringVar(&o.Scenario, "scenario", d.Scenario, "clustered (paper 003 Table 2: 2 A100s, 7 MIGs, 3 clusters) or topology (servers scattered over --topology)")
-	f.StringVar(&o.Topology, "topology", d.Topology, "topology file for --scenario topology: a Repetita .graph file or a Topology Zoo .graphml file")
-	f.StringVar(&o.GraphMLDelays, "graphml-delays", d.GraphMLDelays, "link delays of a .graphml file (it has none): fibre (great circle at 2/3 c) or repetita (Repetita's converter formula, the delays of paper 003 Table 3)")
-	f.IntVar(&o.Servers, "servers", d.Servers, "number of servers C placed at random nodes (topology scenario; 0: 40% of the nodes, as in Figs. 7-9)")
-	f.Float64Var(&o.Eta, "eta", d.Eta, "fraction of the servers that are A100s, the rest MIGs (topology scenario)")
-	f.IntVar(&o.ClientCluster, "client-cluster", d.ClientCluster, "cluster of the client (clustered scenario): 0 remote, 1 beside the A100s, 2 beside the MIGs")
-	f.Float64Var(&o.Rate, "rate", d.Rate, "session arrival rate lambda, sessions per second (Poisson)")
-	f.IntVar(&o.Requests, "requests", d.Requests, "number of sessions N_R per run")
-	f.IntVar(&o.OutputTokens, "output-tokens", d.OutputTokens, "tokens generated per session, l_max")
-	f.IntVar(&o.InputTokens, "input-tokens", d.InputTokens, "prompt tokens per session, lI")
-	f.Uint64Var(&o.Seed, "seed", d.Seed, "random seed; run k uses the PCG stream (seed, k)")
-	f.IntVar(&o.Runs, "runs", d.Runs, "Monte Carlo runs averaged (each draws arrivals, PETALS join order and, for topologies, server and client nodes)")
-	f.StringSliceVar(&o.Algorithms, "algorithms", d.Algorithms, "comma-separated algorithms: "+algorithmHelp())
-	f.StringVar(&o.Calibration, "calibration", d.Calibration, "none: the mechanism-only model (default); "+
-		"matlab: also add the unexplained per-session constants of the authors' MATLAB simulator to every first token "+
-		"(allocation delay 60 s for proposed, 250 s for petals and the ablations, 350 s for them in the 26-server deployment of Table 5; "+
-		"initial delay 100 ms clustered, 70 ms topology) and round proposed/opt-rr waits up to PETALS back-off steps")
-	f.IntVar(&o.Parallel, "parallel", d.Parallel, "runs simulated at once (goroutines); use 1 for undisturbed runtime measurements")
+	o.Options = experiment.DefaultOptions()
+	o.AddFlags(f)
 	f.BoolVar(&o.json, "json", false, "print machine-readable JSON instead of a table")
-}
-
-func algorithmHelp() string {
-	var parts []string
-	for _, a := range sim.Algorithms() {
-		parts = append(parts, fmt.Sprintf("%s (%s)", a.Name, a.Doc))
-	}
-	return strings.Join(parts, "; ")
 }
 
 func newSimCmd() *cobra.Command {
