@@ -1,12 +1,7 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
-	"runtime"
-	"strconv"
-	"strings"
-	"time"
 
 	"github.com/spf13/cobra"
 
@@ -16,13 +11,9 @@ import (
 
 // registryBenchOptions are the flags of `swarm registry bench`.
 type registryBenchOptions struct {
-	nodes     string
-	trials    int
-	transport string
-	timeout   time.Duration
-	settle    time.Duration
-	json      bool
-	reg       registry.Config
+	nodes string
+	json  bool
+	p     convergence.Params
 }
 
 const registryBenchLong = `bench measures how fast a registry write spreads. For each N in --nodes it
@@ -45,25 +36,21 @@ Example:
   swarm registry bench --nodes 16,32,64 --trials 5`
 
 func newRegistryBenchCmd() *cobra.Command {
-	o := registryBenchOptions{nodes: "16,32,64", trials: 5, transport: "tcp", timeout: time.Minute, settle: 5 * time.Second, reg: registry.DefaultConfig()}
+	o := registryBenchOptions{nodes: "16,32,64", p: convergence.DefaultParams()}
+	o.p.Registry = registry.DefaultConfig()
 	cmd := &cobra.Command{
 		Use:   "bench [--nodes 16,32,64] [--trials T] [--json]",
 		Short: "Measure registry convergence time on N in-process nodes",
 		Long:  registryBenchLong,
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			sizes, err := parseSizes(o.nodes)
+			sizes, err := convergence.ParseSizes(o.nodes)
+			if err != nil {
+				return fmt.Errorf("%w: --nodes %q: %w", errUsage, o.nodes, err)
+			}
+			ps, err := o.p.ForSizes(sizes)
 			if err != nil {
 				return fmt.Errorf("%w: %w", errUsage, err)
-			}
-			var ps []convergence.Params
-			for _, n := range sizes {
-				p := convergence.DefaultParams()
-				p.Nodes, p.Trials, p.Transport, p.Timeout, p.Settle, p.Registry = n, o.trials, o.transport, o.timeout, o.settle, o.reg
-				if err := p.Validate(); err != nil {
-					return fmt.Errorf("%w: %w", errUsage, err)
-				}
-				ps = append(ps, p)
 			}
 			return runRegistryBench(cmd, o, ps)
 		},
@@ -73,36 +60,19 @@ func newRegistryBenchCmd() *cobra.Command {
 	})
 	f := cmd.Flags()
 	f.StringVar(&o.nodes, "nodes", o.nodes, "comma-separated swarm sizes N to measure, each >= 2")
-	f.IntVar(&o.trials, "trials", o.trials, "writes measured per swarm size, each by a different node (1..N-1)")
-	f.StringVar(&o.transport, "transport", o.transport, "libp2p transport between the nodes: tcp or quic")
-	f.DurationVar(&o.timeout, "timeout", o.timeout, "per trial: nodes still without the entry after this count as missing")
-	f.DurationVar(&o.settle, "settle", o.settle, "start the trials once the swarm's connection count has not changed for this long\n(discovery and the DHT have finished connecting the nodes); 0: right after the warm-up write")
+	o.p.AddFlags(f)
 	f.BoolVar(&o.json, "json", false, `print {"cpus": N, "gomaxprocs": N, "results": [...]} with durations in nanoseconds`)
-	o.reg.AddFlags(f)
 	return cmd
 }
 
-func parseSizes(s string) ([]int, error) {
-	var out []int
-	for _, part := range strings.Split(s, ",") {
-		n, err := strconv.Atoi(strings.TrimSpace(part))
-		if err != nil || n < 2 {
-			return nil, fmt.Errorf("--nodes %q: %q is not a swarm size >= 2", s, part)
-		}
-		out = append(out, n)
-	}
-	return out, nil
-}
-
 func runRegistryBench(cmd *cobra.Command, o registryBenchOptions, ps []convergence.Params) error {
-	var results []convergence.Result
 	out := cmd.OutOrStdout()
-	const row = "%6v %7v %12v %12v %12v %8v %10v %10v\n"
 	if !o.json {
-		fmt.Fprintf(out, "registry convergence on loopback (%s), all nodes in one process; %d CPUs, GOMAXPROCS %d\n",
-			o.transport, runtime.NumCPU(), runtime.GOMAXPROCS(0))
-		fmt.Fprintf(out, row, "NODES", "TRIALS", "P50", "P95", "P100", "MISSING", "SETUP", "SETTLED")
+		if err := convergence.WriteTableHeader(out, o.p.Transport); err != nil {
+			return err
+		}
 	}
+	var results []convergence.Result
 	for _, p := range ps {
 		res, err := convergence.Measure(cmd.Context(), p)
 		if err != nil {
@@ -110,20 +80,13 @@ func runRegistryBench(cmd *cobra.Command, o registryBenchOptions, ps []convergen
 		}
 		results = append(results, res)
 		if !o.json {
-			fmt.Fprintf(out, row, res.Nodes, len(res.Trials), res.P50.Round(10*time.Microsecond),
-				res.P95.Round(10*time.Microsecond), res.P100.Round(10*time.Microsecond), res.Missing,
-				res.Setup.Round(time.Millisecond), res.Settled.Round(time.Millisecond))
+			if err := convergence.WriteTableRow(out, res); err != nil {
+				return err
+			}
 		}
 	}
 	if o.json {
-		enc := json.NewEncoder(out)
-		enc.SetIndent("", "  ")
-		return enc.Encode(struct {
-			CPUs       int                  `json:"cpus"`
-			GOMAXPROCS int                  `json:"gomaxprocs"`
-			Transport  string               `json:"transport"`
-			Results    []convergence.Result `json:"results"`
-		}{runtime.NumCPU(), runtime.GOMAXPROCS(0), o.transport, results})
+		return convergence.NewReport(o.p.Transport, results).WriteJSON(out)
 	}
 	return nil
 }
