@@ -4,9 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
-	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -96,31 +94,13 @@ func runSynth(out io.Writer, o synthOptions) error {
 	if len(o.formats) == 0 {
 		return fmt.Errorf("%w: --formats is empty (want hf, gguf and/or llama2c)", errUsage)
 	}
-	if err := os.MkdirAll(o.out, 0o755); err != nil {
-		return err
+	formats, err := synth.ParseFormats(o.formats)
+	if err != nil {
+		return fmt.Errorf("%w: --formats: %w", errUsage, err)
 	}
-	var written []string
-	for _, f := range o.formats {
-		switch strings.ToLower(strings.TrimSpace(f)) {
-		case "hf":
-			err = synth.WriteHF(o.out, o.cfg)
-			written = append(written, o.out)
-		case "gguf":
-			p := filepath.Join(o.out, o.cfg.Name+".gguf")
-			err = synth.WriteGGUF(p, o.cfg)
-			written = append(written, p)
-		case "llama2c":
-			p := filepath.Join(o.out, o.cfg.Name+".bin")
-			if err = synth.WriteLlama2C(p, o.cfg, 0); err == nil {
-				err = synth.WriteLlama2CTokenizer(filepath.Join(o.out, "tokenizer.bin"), o.cfg)
-			}
-			written = append(written, p)
-		default:
-			return fmt.Errorf("%w: --formats: unknown format %q (want hf, gguf or llama2c)", errUsage, f)
-		}
-		if err != nil {
-			return err
-		}
+	written, err := synth.WriteFormats(o.out, o.cfg, formats)
+	if err != nil {
+		return err
 	}
 	if !o.json {
 		for _, p := range written {
