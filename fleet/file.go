@@ -34,6 +34,36 @@ func (e *Error) Unwrap() error { return e.Err }
 // Is reports whether target is ErrBadFleet.
 func (e *Error) Is(target error) bool { return target == ErrBadFleet }
 
+// Schema describes the fleet file for people, with an example of every
+// field (`swarm plan --help` prints it).
+const Schema = `Fleet file (JSON; units: bytes and seconds; unknown fields are errors):
+  {
+    "model": {"blocks": 70,                    L, transformer blocks
+              "block_bytes": 1.32e9,           s_m, bytes of one block
+              "cache_bytes_per_block": 8.5e6}, s_c, attention-cache bytes of
+                                               one block for one session
+    "target_sessions": 10,     R, concurrent sessions to guarantee; or instead
+    "arrival_rate": 0.5,       sessions per second and
+    "session_time": 160,       seconds per session: R = round(mean + std) of
+                               the Poisson arrivals in one session, capped by
+                               (19) (the paper's rule, Sec. 3.3.1)
+    "max_length": 128,         l_max, tokens generated per session (optional)
+    "clients": ["c0", "c1"],
+    "petals": {"cache_bytes_per_block": 234881024,   optional: PETALS' fixed
+               "reserved_bytes": 2147483648},        cache budget and reserve
+    "servers": [
+      {"name": "a100-1",
+       "memory_bytes": 8.0e10,           M_j, memory for blocks and caches
+       "tau": 0.0032,                    tau_j, seconds per block per token
+       "rtt": {"c0": 0.1, "c1": 0.005},  t_cj, per-token RTT to every client
+       "max_blocks": 4,                  optional cap on hosted blocks
+       "forward_rps": 300,               optional PETALS throughput (1/tau)
+       "network_rps": 100}               optional PETALS network cap (none)
+    ]
+  }
+Byte counts may be written 1.32e9 but must be whole numbers.
+`
+
 // File is the JSON schema of a fleet file. Units are bytes and seconds;
 // byte counts may be written 1.32e9 but must be whole numbers. Pointer
 // fields are required (or, for the load, alternatives) and told apart from

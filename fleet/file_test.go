@@ -3,6 +3,7 @@ package fleet_test
 import (
 	"io/fs"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -102,4 +103,27 @@ func TestLoad(t *testing.T) {
 	_, err = fleet.Load(filepath.Join("testdata", "plan.txt"))
 	require.ErrorIs(t, err, fleet.ErrBadFleet)
 	require.ErrorContains(t, err, "bad fleet file: testdata/plan.txt: invalid character")
+}
+
+// TestSchemaNamesEveryField: the help text shows every JSON field of File.
+func TestSchemaNamesEveryField(t *testing.T) {
+	var tags []string
+	var walk func(reflect.Type)
+	walk = func(ty reflect.Type) {
+		for ty.Kind() == reflect.Pointer || ty.Kind() == reflect.Slice {
+			ty = ty.Elem()
+		}
+		if ty.Kind() != reflect.Struct {
+			return
+		}
+		for f := range ty.Fields() {
+			tags = append(tags, strings.Split(f.Tag.Get("json"), ",")[0])
+			walk(f.Type)
+		}
+	}
+	walk(reflect.TypeFor[fleet.File]())
+	require.Len(t, tags, 20)
+	for _, tag := range tags {
+		require.Contains(t, fleet.Schema, `"`+tag+`"`)
+	}
 }

@@ -39,33 +39,7 @@ Algorithms (--algorithm):
   opt-number  PETALS placement with CG-BP's block counts (ablation)
   optimal     exhaustive optimum of BPRR (6), tiny fleets only, routed by WS-RR
 
-Fleet file (JSON; units: bytes and seconds; unknown fields are errors):
-  {
-    "model": {"blocks": 70,                    L, transformer blocks
-              "block_bytes": 1.32e9,           s_m, bytes of one block
-              "cache_bytes_per_block": 8.5e6}, s_c, attention-cache bytes of
-                                               one block for one session
-    "target_sessions": 10,     R, concurrent sessions to guarantee; or instead
-    "arrival_rate": 0.5,       sessions per second and
-    "session_time": 160,       seconds per session: R = round(mean + std) of
-                               the Poisson arrivals in one session, capped by
-                               (19) (the paper's rule, Sec. 3.3.1)
-    "max_length": 128,         l_max, tokens generated per session (optional)
-    "clients": ["c0", "c1"],
-    "petals": {"cache_bytes_per_block": 234881024,   optional: PETALS' fixed
-               "reserved_bytes": 2147483648},        cache budget and reserve
-    "servers": [
-      {"name": "a100-1",
-       "memory_bytes": 8.0e10,           M_j, memory for blocks and caches
-       "tau": 0.0032,                    tau_j, seconds per block per token
-       "rtt": {"c0": 0.1, "c1": 0.005},  t_cj, per-token RTT to every client
-       "max_blocks": 4,                  optional cap on hosted blocks
-       "forward_rps": 300,               optional PETALS throughput (1/tau)
-       "network_rps": 100}               optional PETALS network cap (none)
-    ]
-  }
-Byte counts may be written 1.32e9 but must be whole numbers.
-
+` + fleet.Schema + `
 Columns: SESSIONS f_j is eq. (15), the sessions a server holds when each uses
 all its blocks; CACHE SLOTS is the block attention caches it admits (memory
 left after the blocks; for the PETALS family, PETALS' fixed budget).
