@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
@@ -18,19 +17,17 @@ import (
 
 // benchOptions are the flags of `swarm proxy bench`.
 type benchOptions struct {
-	model       string
-	tokenizer   string
-	servers     []string
-	proxyURL    string
-	concurrency int
-	rounds      int
-	maxTokens   int
-	prompt      string
-	json        bool
+	model     string
+	tokenizer string
+	servers   []string
+	proxyURL  string
+	load      loadtest.Config
+	prompt    string
+	json      bool
 }
 
 func newProxyBenchCmd() *cobra.Command {
-	o := benchOptions{concurrency: 50, rounds: 1, maxTokens: 32}
+	o := benchOptions{load: loadtest.DefaultConfig()}
 	cmd := &cobra.Command{
 		Use:   "bench --model PATH --servers URL,... [--proxy URL] [--concurrency N] [--max-tokens N]",
 		Short: "Load-test the ingress: concurrent streaming requests through the proxy versus the client library",
@@ -63,9 +60,7 @@ Run it against real servers, e.g.:
 	f.StringVar(&o.tokenizer, "tokenizer", "", "tokenizer file (a llama2.c checkpoint needs one)")
 	f.StringSliceVar(&o.servers, "servers", nil, "comma-separated block servers covering all blocks (required)")
 	f.StringVar(&o.proxyURL, "proxy", "", "base URL of a running `swarm proxy` over the same servers; empty starts one in this process")
-	f.IntVar(&o.concurrency, "concurrency", o.concurrency, "concurrent streaming requests per round")
-	f.IntVar(&o.rounds, "rounds", o.rounds, "rounds of --concurrency requests per phase")
-	f.IntVar(&o.maxTokens, "max-tokens", o.maxTokens, "tokens generated per request (greedy)")
+	o.load.AddFlags(f)
 	f.StringVar(&o.prompt, "prompt", "", "prompt of every request (empty: BOS alone)")
 	f.BoolVar(&o.json, "json", false, "print one JSON object instead of the table")
 	return cmd
@@ -77,7 +72,7 @@ func runProxyBench(ctx context.Context, out io.Writer, o benchOptions) error {
 		return fmt.Errorf("%w: --model is required", errUsage)
 	case len(o.servers) == 0:
 		return fmt.Errorf("%w: --servers is required (block servers covering all blocks)", errUsage)
-	case o.concurrency < 1 || o.rounds < 1 || o.maxTokens < 1:
+	case o.load.Concurrency < 1 || o.load.Rounds < 1 || o.load.MaxTokens < 1:
 		return fmt.Errorf("%w: --concurrency, --rounds and --max-tokens must be >= 1", errUsage)
 	}
 	m, err := loadIngressModel(o.model, o.tokenizer)
@@ -114,13 +109,11 @@ func runProxyBench(ctx context.Context, out io.Writer, o benchOptions) error {
 		defer hs.Close()
 		proxyURL = "http://" + ln.Addr().String()
 	}
-	hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: o.concurrency}}
-	rep := loadtest.Compare(ctx, loadtest.Config{Concurrency: o.concurrency, Rounds: o.rounds, MaxTokens: o.maxTokens},
-		loadtest.Direct(c, prompt, o.maxTokens), loadtest.Completions(hc, proxyURL, m.Name, o.prompt, o.maxTokens))
+	hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: o.load.Concurrency}}
+	rep := loadtest.Compare(ctx, o.load, loadtest.Direct(c, prompt, o.load.MaxTokens),
+		loadtest.Completions(hc, proxyURL, m.Name, o.prompt, o.load.MaxTokens))
 	if o.json {
-		enc := json.NewEncoder(out)
-		enc.SetIndent("", "  ")
-		return enc.Encode(rep)
+		return rep.WriteJSON(out)
 	}
 	if err := rep.WriteText(out); err != nil {
 		return err

@@ -2,8 +2,11 @@ package loadtest
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
+
+	"github.com/spf13/pflag"
 )
 
 // Config is the load of one comparison.
@@ -15,6 +18,17 @@ type Config struct {
 	// MaxTokens is the tokens each request generates (>= 1); the caller's
 	// Requests generate them, Config only reports it.
 	MaxTokens int `json:"max_tokens"`
+}
+
+// DefaultConfig returns 50 concurrent requests of 32 tokens, one round.
+func DefaultConfig() Config { return Config{Concurrency: 50, Rounds: 1, MaxTokens: 32} }
+
+// AddFlags registers the `swarm proxy bench` flags of c's fields on fs,
+// with c's values as the defaults.
+func (c *Config) AddFlags(fs *pflag.FlagSet) {
+	fs.IntVar(&c.Concurrency, "concurrency", c.Concurrency, "concurrent streaming requests per round")
+	fs.IntVar(&c.Rounds, "rounds", c.Rounds, "rounds of --concurrency requests per phase")
+	fs.IntVar(&c.MaxTokens, "max-tokens", c.MaxTokens, "tokens generated per request (greedy)")
 }
 
 // Report compares a direct phase with one through a proxy; times are
@@ -45,6 +59,13 @@ func Compare(ctx context.Context, c Config, direct, proxy Request) Report {
 
 // Failed counts the failed requests of both phases.
 func (r Report) Failed() int { return r.Direct.Errors + r.Proxy.Errors }
+
+// WriteJSON writes the report as indented JSON (times in seconds).
+func (r Report) WriteJSON(w io.Writer) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(r)
+}
 
 // WriteText writes the report as a table in milliseconds, with each
 // phase's first error.

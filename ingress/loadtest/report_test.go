@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/spf13/pflag"
 	"github.com/stretchr/testify/require"
 
 	"github.com/swarmllm/swarm/ingress/loadtest"
@@ -50,10 +51,10 @@ proxy: first error: HTTP 503
 `, b.String())
 	require.Equal(t, 2, r.Failed())
 
-	js, err := json.Marshal(r)
-	require.NoError(t, err)
+	b.Reset()
+	require.NoError(t, r.WriteJSON(&b))
 	var fields map[string]json.RawMessage
-	require.NoError(t, json.Unmarshal(js, &fields))
+	require.NoError(t, json.Unmarshal([]byte(b.String()), &fields))
 	require.ElementsMatch(t, []string{"concurrency", "rounds", "max_tokens", "direct", "proxy", "added_ttft_p50_seconds", "added_ttft_p99_seconds"}, keys(fields))
 	var phase map[string]json.RawMessage
 	require.NoError(t, json.Unmarshal(fields["proxy"], &phase))
@@ -66,4 +67,15 @@ func keys(m map[string]json.RawMessage) []string {
 		out = append(out, k)
 	}
 	return out
+}
+
+func TestConfigFlags(t *testing.T) {
+	c := loadtest.DefaultConfig()
+	fs := pflag.NewFlagSet("bench", pflag.ContinueOnError)
+	c.AddFlags(fs)
+	require.Equal(t, "50", fs.Lookup("concurrency").DefValue)
+	require.Equal(t, "1", fs.Lookup("rounds").DefValue)
+	require.Equal(t, "32", fs.Lookup("max-tokens").DefValue)
+	require.NoError(t, fs.Parse([]string{"--concurrency", "4", "--rounds", "2", "--max-tokens", "8"}))
+	require.Equal(t, loadtest.Config{Concurrency: 4, Rounds: 2, MaxTokens: 8}, c)
 }
