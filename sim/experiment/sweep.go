@@ -39,7 +39,8 @@ type SweepReport struct {
 	Points               []Point          `json:"points"`
 }
 
-// NewSweep validates a sweep of o over values of the option vary; nil
+// NewSweep validates a sweep of o over values of the option vary (one
+// DefaultValues knows, servers and eta in the topology scenario only); nil
 // values take DefaultValues. Unless keepRequests, a rate sweep runs
 // N_R = round(200 rate) sessions per point (Fig. 8). Errors are New's
 // and *OptionError (ErrBadOptions) for values out of range.
@@ -49,10 +50,12 @@ func NewSweep(o Options, vary string, values []float64, keepRequests bool) (*Swe
 		return nil, err
 	}
 	base.sweep = true
+	defaults, err := base.DefaultValues(vary) // also checks vary against the scenario
+	if err != nil {
+		return nil, err
+	}
 	if len(values) == 0 {
-		if values, err = base.DefaultValues(vary); err != nil {
-			return nil, err
-		}
+		values = defaults
 	}
 	s := &Sweep{Vary: vary, Values: values, base: base}
 	for _, v := range values {

@@ -60,6 +60,8 @@ func TestNewSweepRejectsBadValues(t *testing.T) {
 	}{
 		{"options", func(o *experiment.Options) { o.Runs = 0 }, "rate", nil, "--runs 0"},
 		{"vary", func(*experiment.Options) {}, "weather", nil, `--vary "weather"`},
+		{"vary with values", func(*experiment.Options) {}, "weather", []float64{1}, `--vary "weather"`},
+		{"servers on clustered", func(*experiment.Options) {}, "servers", []float64{5}, "--vary servers needs --scenario topology"},
 		{"whole numbers", func(*experiment.Options) {}, "output-tokens", []float64{64.5}, "--values 64.5: output-tokens must be whole numbers"},
 		{"workload", func(*experiment.Options) {}, "rate", []float64{-1}, "--values -1: sim: bad config: arrival rate -1"},
 		{"servers", func(o *experiment.Options) { o.Scenario, o.Topology = "topology", abvt }, "servers", []float64{23},
