@@ -9,12 +9,10 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
-	"github.com/swarmllm/swarm/blocks"
 	"github.com/swarmllm/swarm/client"
 	"github.com/swarmllm/swarm/ingress"
 	"github.com/swarmllm/swarm/ingress/openai"
@@ -134,34 +132,14 @@ func newProxyCmd() *cobra.Command {
 	return cmd
 }
 
-// loadIngressModel loads a model's head and chat template for the ingress.
+// loadIngressModel is ingress.LoadModel with its bad-option errors as
+// usage errors (exit status 2).
 func loadIngressModel(path, tokenizerPath string) (ingress.Model, error) {
-	var opts []blocks.Option
-	if tokenizerPath != "" {
-		opts = append(opts, blocks.WithTokenizer(tokenizerPath))
+	m, err := ingress.LoadModel(path, tokenizerPath)
+	if errors.Is(err, ingress.ErrBadOption) {
+		return m, fmt.Errorf("%w: %w", errUsage, err)
 	}
-	m, err := blocks.Open(path, opts...)
-	if err != nil {
-		return ingress.Model{}, err
-	}
-	defer m.Close()
-	head, err := m.LoadHead()
-	if err != nil {
-		return ingress.Model{}, err
-	}
-	tok := head.Tokenizer()
-	if tok == nil {
-		return ingress.Model{}, fmt.Errorf("%w: model %s comes without a tokenizer: pass --tokenizer PATH at the same position", errUsage, path)
-	}
-	tpl, err := m.ChatTemplate()
-	if err != nil {
-		return ingress.Model{}, fmt.Errorf("reading the chat template of %s: %w", path, err)
-	}
-	im := ingress.Model{Name: head.Info().Name, Head: head, ChatTemplate: tpl, Created: time.Now().Unix()}
-	if p, ok := tok.(interface{ Piece(int) string }); ok {
-		im.BOSText, im.EOSText = strings.TrimSpace(p.Piece(tok.BOS())), strings.TrimSpace(p.Piece(tok.EOS()))
-	}
-	return im, nil
+	return m, err
 }
 
 // newProxyHandler mounts the front ends and the state endpoints.

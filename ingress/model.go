@@ -1,0 +1,46 @@
+package ingress
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/swarmllm/swarm/blocks"
+)
+
+// LoadModel loads what an ingress serves of a model: its head (embeddings,
+// final norm, LM head and tokenizer; no block weights), its chat template
+// and the text of its BOS and EOS pieces, from a model file or directory
+// (blocks.Open) and an optional tokenizer file (blocks.WithTokenizer; ""
+// uses the model's own). Created is now.
+//
+// Errors: blocks.Open's and LoadHead's, and ErrBadOption for a model
+// without a tokenizer (text cannot be served without one).
+func LoadModel(path, tokenizerPath string) (Model, error) {
+	var opts []blocks.Option
+	if tokenizerPath != "" {
+		opts = append(opts, blocks.WithTokenizer(tokenizerPath))
+	}
+	m, err := blocks.Open(path, opts...)
+	if err != nil {
+		return Model{}, err
+	}
+	defer m.Close()
+	head, err := m.LoadHead()
+	if err != nil {
+		return Model{}, err
+	}
+	tok := head.Tokenizer()
+	if tok == nil {
+		return Model{}, fmt.Errorf("%w: model %s comes without a tokenizer: pass --tokenizer PATH at the same position", ErrBadOption, path)
+	}
+	tpl, err := m.ChatTemplate()
+	if err != nil {
+		return Model{}, fmt.Errorf("ingress: reading the chat template of %s: %w", path, err)
+	}
+	im := Model{Name: head.Info().Name, Head: head, ChatTemplate: tpl, Created: time.Now().Unix()}
+	if p, ok := tok.(interface{ Piece(int) string }); ok {
+		im.BOSText, im.EOSText = strings.TrimSpace(p.Piece(tok.BOS())), strings.TrimSpace(p.Piece(tok.EOS()))
+	}
+	return im, nil
+}
