@@ -138,19 +138,16 @@ func (c *Client) candidates(ctx context.Context, skip map[string]error) ([]Candi
 	return out, srcErr
 }
 
-// probe reads one server's info with the client's fetcher and checks it
-// against the client's model.
+// probe reads one server's info with the client's fetcher, both reads
+// within the info timeout, and checks it against the client's model.
 func (c *Client) probe(ctx context.Context, ep api.Endpoint) Candidate {
 	fetch := c.cfg.fetchInfo
 	if fetch == nil {
 		fetch = HTTPInfo(c.cfg.httpClient)
 	}
-	timeout := c.cfg.infoTimeout
-	return Probe(ctx, func(ctx context.Context, ep api.Endpoint) (api.Info, error) {
-		ctx, cancel := context.WithTimeout(ctx, timeout)
-		defer cancel()
-		return fetch(ctx, ep)
-	}, ep, c.model)
+	ctx, cancel := context.WithTimeout(ctx, c.cfg.infoTimeout)
+	defer cancel()
+	return Probe(ctx, fetch, ep, c.model)
 }
 
 // Probe reads a server's Info document twice with fetch (the second read
@@ -158,26 +155,28 @@ func (c *Client) probe(ctx context.Context, ep api.Endpoint) Candidate {
 // candidate's RTT, then checks that the server can take sessions of model:
 // this protocol version, admitting sessions, and for a block server the
 // same model computation (name, shapes, RoPE, norm) over a span inside it,
-// for a full-range replica the same model name. The candidate's Err says
-// why not; fetch bounds each read (api.FetchInfo applies
-// api.DefaultInfoTimeout when ctx has no deadline).
+// for a full-range replica the same model name. ctx bounds both reads: a
+// server whose second read does not finish in time keeps its first
+// answer. The candidate's Err says why it cannot be used (api.FetchInfo
+// applies api.DefaultInfoTimeout when ctx has no deadline).
 func Probe(ctx context.Context, fetch InfoFetcher, ep api.Endpoint, model swarm.ModelInfo) Candidate {
 	cand := Candidate{Endpoint: ep}
-	var best time.Duration
 	for i := range 2 {
 		start := time.Now()
 		info, err := fetch(ctx, ep)
 		rtt := time.Since(start)
 		if err != nil {
-			cand.Err = err
-			return cand
+			if i == 0 || ctx.Err() == nil {
+				cand.Err = err
+				return cand
+			}
+			break // the first answer stands
 		}
-		if i == 0 || rtt < best {
-			best = rtt
+		if i == 0 || rtt < cand.RTT {
+			cand.RTT = rtt
 		}
 		cand.Info = info
 	}
-	cand.RTT = best
 	cand.Err = check(model, cand.Info)
 	return cand
 }

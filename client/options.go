@@ -98,8 +98,10 @@ const (
 	// DefaultAllocTimeout is how long a server may queue a session for
 	// cache room (alloc_timeout of Open).
 	DefaultAllocTimeout = 30 * time.Second
-	// DefaultInfoTimeout bounds one read of a server's info document.
-	DefaultInfoTimeout = api.DefaultInfoTimeout
+	// DefaultInfoTimeout bounds the probe of one server (both reads of its
+	// info document): a server that has not answered by then is left out
+	// of that round, so one hung server never stalls every new session.
+	DefaultInfoTimeout = time.Second
 	// DefaultMaxFailovers bounds the hop replacements of one session.
 	DefaultMaxFailovers = 16
 )
@@ -142,7 +144,10 @@ func WithAllocTimeout(d time.Duration) Option {
 	}
 }
 
-// WithInfoTimeout bounds each GET /v1/info of discovery. It must be positive.
+// WithInfoTimeout bounds the probe of one server during discovery (both
+// reads of its info document; DefaultInfoTimeout by default): a server
+// that answered once keeps that answer, one that never answered is left
+// out of the round. It must be positive.
 func WithInfoTimeout(d time.Duration) Option {
 	return func(c *config) error {
 		if d <= 0 {
