@@ -47,6 +47,44 @@ type Model struct {
 	// Created is when the ingress loaded the model (the "created" of the
 	// OpenAI model object), Unix seconds.
 	Created int64
+	// MaxPromptBytes is the longest input text, in bytes, that can fit the
+	// model's context: MaxSeqLen tokens of at most the longest piece of the
+	// vocabulary each (LoadModel sets it; 0: unbounded). Longer input is
+	// refused before it is tokenized, so a huge prompt costs neither
+	// tokenizer time nor memory. It assumes the tokenizer drops no input
+	// bytes (true of SentencePiece and byte-level BPE without
+	// remove_extra_whitespaces).
+	MaxPromptBytes int
+}
+
+// maxRequestBytes bounds a request to the ingress's APIs whatever the
+// models, bytes.
+const maxRequestBytes = 8 << 20
+
+// MaxRequestBytes is the largest request (an HTTP body, a websocket
+// message) worth reading for the models served, in bytes: input longer than
+// a model's MaxPromptBytes is refused anyway, so a request may hold at most
+// 6 times the largest of them (JSON escapes a byte as at most \u00XX) plus
+// 64 KiB for the other fields and chat framing, and never more than 8 MiB.
+// The front ends refuse a longer request after reading only that much.
+func (g *Gateway) MaxRequestBytes() int64 {
+	longest := 0
+	for _, m := range g.cfg.Models {
+		if m.MaxPromptBytes <= 0 {
+			return maxRequestBytes
+		}
+		longest = max(longest, m.MaxPromptBytes)
+	}
+	return min(maxRequestBytes, 6*int64(longest)+64<<10)
+}
+
+// checkPromptBytes refuses input that cannot fit the model's context.
+func (m Model) checkPromptBytes(text string) error {
+	if m.MaxPromptBytes > 0 && len(text) > m.MaxPromptBytes {
+		return fmt.Errorf("%w: the input has %d bytes, more than the model's context of %d tokens can hold (at most %d bytes)",
+			ErrBadRequest, len(text), m.Head.Info().MaxSeqLen, m.MaxPromptBytes)
+	}
+	return nil
 }
 
 // Config configures a Gateway; `swarm proxy` maps its flags onto it.
@@ -324,6 +362,9 @@ func (g *Gateway) Generate(ctx context.Context, req Request, emit func(string) e
 	arrival := g.cfg.Now()
 	m, err := g.Model(req.Model)
 	if err != nil {
+		return Result{}, err
+	}
+	if err := m.checkPromptBytes(req.Prompt); err != nil {
 		return Result{}, err
 	}
 	ids, err := m.Head.Tokenizer().Encode(req.Prompt, true)

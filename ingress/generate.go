@@ -185,6 +185,9 @@ func (s *Session) generate(ctx context.Context, p GenerateParams, start time.Tim
 	if p.MaxTokens < 0 {
 		return res, fmt.Errorf("%w: max tokens %d, want >= 0", ErrBadRequest, p.MaxTokens)
 	}
+	if err := s.m.checkPromptBytes(p.Input); err != nil {
+		return res, err
+	}
 	sampler, err := blocks.NewSampler(p.Sampler)
 	if err != nil {
 		return res, fmt.Errorf("%w: %w", ErrBadRequest, err)

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/swarmllm/swarm/blocks"
+	"github.com/swarmllm/swarm/blocks/tokenizer"
 )
 
 // LoadModel loads what an ingress serves of a model: its head (embeddings,
@@ -38,9 +39,25 @@ func LoadModel(path, tokenizerPath string) (Model, error) {
 	if err != nil {
 		return Model{}, fmt.Errorf("ingress: reading the chat template of %s: %w", path, err)
 	}
-	im := Model{Name: head.Info().Name, Head: head, ChatTemplate: tpl, Created: time.Now().Unix()}
+	im := Model{Name: head.Info().Name, Head: head, ChatTemplate: tpl, Created: time.Now().Unix(),
+		MaxPromptBytes: maxPromptBytes(head.Info().MaxSeqLen, tok)}
 	if p, ok := tok.(interface{ Piece(int) string }); ok {
 		im.BOSText, im.EOSText = strings.TrimSpace(p.Piece(tok.BOS())), strings.TrimSpace(p.Piece(tok.EOS()))
 	}
 	return im, nil
+}
+
+// maxPromptBytes is the most input bytes contextLen tokens can encode: a
+// token stands for at most the longest decoded piece of the vocabulary
+// (plus one byte for a dropped leading space). 0 when the context is
+// unknown.
+func maxPromptBytes(contextLen int, tok tokenizer.Tokenizer) int {
+	if contextLen <= 0 {
+		return 0
+	}
+	longest := 1
+	for id := range tok.VocabSize() {
+		longest = max(longest, len(tok.Decode(tok.EOS(), id))+1)
+	}
+	return contextLen * longest
 }

@@ -93,6 +93,9 @@ type proxyOptions struct {
 	allocTimeout time.Duration
 	wireDType    string
 
+	// http bounds the HTTP server's connections.
+	http ingress.HTTPConfig
+
 	// --bootstrap and the other node flags; the registry's timing.
 	p2p  p2p.Config
 	reg  registry.Config
@@ -100,7 +103,7 @@ type proxyOptions struct {
 }
 
 func newProxyCmd() *cobra.Command {
-	o := proxyOptions{listen: "127.0.0.1:8000", p2p: p2p.DefaultConfig(), reg: registry.DefaultConfig(), wait: 30 * time.Second}
+	o := proxyOptions{listen: "127.0.0.1:8000", http: ingress.DefaultHTTPConfig(), p2p: p2p.DefaultConfig(), reg: registry.DefaultConfig(), wait: 30 * time.Second}
 	o.p2p.DHTMode = p2p.DHTModeClient
 	cmd := &cobra.Command{
 		Use:   "proxy --model PATH [--model PATH ...] --listen HOST:PORT (--servers URL,... | --replicas URL,... | --bootstrap MULTIADDR ...)",
@@ -128,6 +131,9 @@ func newProxyCmd() *cobra.Command {
 	f.DurationVar(&o.allocTimeout, "alloc-timeout", client.DefaultAllocTimeout, "how long a block server may queue a session for attention-cache room")
 	f.StringVar(&o.wireDType, "wire-dtype", "f32", "dtype of hidden states sent to block servers: f32 (exact), f16 or bf16")
 	f.StringVar(&o.logLevel, "log-level", "info", "stderr log level: debug, info, warn or error")
+	f.DurationVar(&o.http.ReadTimeout, "read-timeout", o.http.ReadTimeout, "how long a client may take to send a whole request, body included, before it is disconnected (streamed answers are not bounded)")
+	f.DurationVar(&o.http.IdleTimeout, "idle-timeout", o.http.IdleTimeout, "how long a keep-alive connection may stay idle between requests")
+	f.IntVar(&o.http.MaxConnections, "max-connections", o.http.MaxConnections, "most client connections served at once; more wait until one closes")
 	cmd.AddCommand(newProxyBenchCmd())
 	return cmd
 }
@@ -233,6 +239,9 @@ func runProxy(ctx context.Context, out, errOut io.Writer, o proxyOptions) error 
 	if o.maxRetries < 0 {
 		return fmt.Errorf("%w: --max-retries %d, want >= 0", errUsage, o.maxRetries)
 	}
+	if err := o.http.Validate(); err != nil {
+		return fmt.Errorf("%w: --read-timeout, --idle-timeout, --max-connections: %w", errUsage, err)
+	}
 	if _, _, err := net.SplitHostPort(o.listen); err != nil {
 		return fmt.Errorf("%w: --listen %q: want HOST:PORT (e.g. 127.0.0.1:8000): %w", errUsage, o.listen, err)
 	}
@@ -271,8 +280,7 @@ func runProxy(ctx context.Context, out, errOut io.Writer, o proxyOptions) error 
 	if err != nil {
 		return fmt.Errorf("proxy: listen on %s: %w", o.listen, err)
 	}
-	hs := &http.Server{Handler: h, ReadHeaderTimeout: 30 * time.Second,
-		ErrorLog: slog.NewLogLogger(logger.Handler(), slog.LevelDebug)}
+	hs, ln := ingress.NewHTTPServer(h, ln, o.http, slog.NewLogLogger(logger.Handler(), slog.LevelDebug))
 	url := "http://" + ln.Addr().String()
 	names := make([]string, 0, len(gw.Models()))
 	for _, m := range gw.Models() {

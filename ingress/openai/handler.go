@@ -30,12 +30,10 @@ const RouteHeader = "X-Swarm-Route"
 // default to the rest of the model's context.
 const DefaultCompletionMaxTokens = 16
 
-// maxBody bounds a request body, bytes.
-const maxBody = 8 << 20
-
 // Handler serves the OpenAI-compatible API over a Gateway.
 type Handler struct {
 	gw        *ingress.Gateway
+	maxBody   int64 // Gateway.MaxRequestBytes
 	templates map[string]*ChatTemplate
 	now       func() time.Time
 	mux       *http.ServeMux
@@ -46,7 +44,7 @@ type Handler struct {
 // chat template (the plain fallback when it has none). Errors wrap
 // ErrTemplate naming the model.
 func New(gw *ingress.Gateway) (*Handler, error) {
-	h := &Handler{gw: gw, templates: map[string]*ChatTemplate{}, now: time.Now, mux: http.NewServeMux()}
+	h := &Handler{gw: gw, maxBody: gw.MaxRequestBytes(), templates: map[string]*ChatTemplate{}, now: time.Now, mux: http.NewServeMux()}
 	for _, m := range gw.Models() {
 		if m.ChatTemplate == "" {
 			h.templates[m.Name] = PlainTemplate()
@@ -86,10 +84,14 @@ func (h *Handler) models(w http.ResponseWriter, r *http.Request) {
 	_ = json.NewEncoder(w).Encode(list)
 }
 
-// decode reads a JSON request body into v.
-func decode(r *http.Request, w http.ResponseWriter, v any) error {
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBody))
+// decode reads a JSON request body of at most h.maxBody bytes into v.
+func (h *Handler) decode(r *http.Request, w http.ResponseWriter, v any) error {
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, h.maxBody))
 	if err != nil {
+		var tooLarge *http.MaxBytesError
+		if errors.As(err, &tooLarge) {
+			return fmt.Errorf("%w: the body is larger than %d bytes, more than the models' contexts can use", ErrBadRequest, h.maxBody)
+		}
 		return fmt.Errorf("%w: reading the body: %w", ErrBadRequest, err)
 	}
 	if err := json.Unmarshal(body, v); err != nil {
@@ -214,7 +216,7 @@ func (h *Handler) completions(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var body CompletionRequest
-	if err := decode(r, w, &body); err != nil {
+	if err := h.decode(r, w, &body); err != nil {
 		h.writeError(w, err)
 		return
 	}
@@ -272,7 +274,7 @@ func (h *Handler) chat(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var body ChatRequest
-	if err := decode(r, w, &body); err != nil {
+	if err := h.decode(r, w, &body); err != nil {
 		h.writeError(w, err)
 		return
 	}

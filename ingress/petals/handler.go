@@ -107,6 +107,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return // the upgrader answered
 	}
 	defer ws.Close()
+	ws.SetReadLimit(h.gw.MaxRequestBytes())
 	c := &conn{h: h, ws: ws, account: account, header: r.Header.Get("X-Swarm-Providers")}
 	if err := c.serve(r.Context()); err != nil && !isClosed(err) {
 		h.gw.RecordError("petals", ingress.ErrorCode(err))
