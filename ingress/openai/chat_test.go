@@ -12,7 +12,7 @@ import (
 // tokenizer_config.json) and checks the exact prompts that transformers'
 // apply_chat_template(add_generation_prompt=True) documents for them.
 func TestChatTemplates(t *testing.T) {
-	conv := []Message{{"system", "Be brief."}, {"user", "Hi!"}, {"assistant", "Hello."}, {"user", "Tell a story."}}
+	conv := []Message{{Role: "system", Content: "Be brief."}, {Role: "user", Content: "Hi!"}, {Role: "assistant", Content: "Hello."}, {Role: "user", Content: "Tell a story."}}
 	tests := []struct {
 		file string
 		want string
@@ -27,7 +27,7 @@ func TestChatTemplates(t *testing.T) {
 			require.NoError(t, err)
 			tpl, err := NewChatTemplate(string(src), "<s>", "</s>")
 			require.NoError(t, err)
-			got, err := tpl.Render(conv)
+			got, err := tpl.Prompt(Conversation{Messages: conv, AddGenerationPrompt: true})
 			require.NoError(t, err)
 			require.Equal(t, tt.want, got)
 		})
@@ -41,7 +41,7 @@ func TestChatTemplateErrors(t *testing.T) {
 	require.NoError(t, err)
 	tpl, err := NewChatTemplate(string(src), "<s>", "</s>")
 	require.NoError(t, err)
-	_, err = tpl.Render([]Message{{"user", "a"}, {"user", "b"}})
+	_, err = tpl.Prompt(Conversation{Messages: []Message{{Role: "user", Content: "a"}, {Role: "user", Content: "b"}}})
 	require.ErrorIs(t, err, ErrTemplate)
 	require.ErrorContains(t, err, "Conversation roles must alternate user/assistant/user/assistant/...")
 
@@ -58,11 +58,11 @@ func TestPlainTemplate(t *testing.T) {
 		msgs []Message
 		want string
 	}{
-		{[]Message{{"user", ""}}, ""},
-		{[]Message{{"user", "Once upon a time"}}, "Once upon a time"},
-		{[]Message{{"system", "A story."}, {"user", "Lily"}, {"assistant", "had a ball."}}, "A story.\nLily\nhad a ball."},
+		{[]Message{{Role: "user", Content: ""}}, ""},
+		{[]Message{{Role: "user", Content: "Once upon a time"}}, "Once upon a time"},
+		{[]Message{{Role: "system", Content: "A story."}, {Role: "user", Content: "Lily"}, {Role: "assistant", Content: "had a ball."}}, "A story.\nLily\nhad a ball."},
 	} {
-		got, err := p.Render(tt.msgs)
+		got, err := p.Prompt(Conversation{Messages: tt.msgs, AddGenerationPrompt: true})
 		require.NoError(t, err)
 		require.Equal(t, tt.want, got)
 	}

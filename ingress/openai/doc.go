@@ -2,8 +2,11 @@
 // GET /v1/models, POST /v1/completions and POST /v1/chat/completions, with
 // and without server-sent-event streaming
 // (https://platform.openai.com/docs/api-reference), over an
-// ingress.Gateway. It renders chat templates from model metadata (Jinja2,
-// with gonja) and maps errors to OpenAI's error JSON in one function.
+// ingress.Gateway. It renders chat templates from model metadata as
+// transformers' apply_chat_template does (Jinja2 with gonja, plus the
+// extension layer of jinja*.go; chat_oracle_test.go holds it byte-identical
+// to @huggingface/jinja on the Llama 3, Qwen3 and Gemma 3 templates) and
+// maps errors to OpenAI's error JSON in one function.
 //
 // This package must never import server/, registry/, sim/ or cmd/; it
 // reaches the swarm only through the ingress package.

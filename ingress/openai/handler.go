@@ -304,7 +304,7 @@ func (h *Handler) chat(w http.ResponseWriter, r *http.Request) {
 			h.writeError(w, badParam(fmt.Sprintf("messages[%d].content", i), err.Error()))
 			return
 		}
-		msgs[i] = Message{Role: m.Role, Content: text}
+		msgs[i] = Message{Role: m.Role, Content: text, Name: m.Name}
 	}
 	tpl := h.templates[req.Model]
 	if tpl == nil {
@@ -312,7 +312,7 @@ func (h *Handler) chat(w http.ResponseWriter, r *http.Request) {
 		h.writeError(w, err)
 		return
 	}
-	if req.Prompt, err = tpl.Render(msgs); err != nil {
+	if req.Prompt, err = tpl.Prompt(Conversation{Messages: msgs, AddGenerationPrompt: true, Now: h.now()}); err != nil {
 		h.writeError(w, err)
 		return
 	}
