@@ -35,6 +35,10 @@ type depRule struct {
 	transitive []string
 	// required lists repository packages it must import directly.
 	required []string
+	// testOnly marks a package that exists for tests (registrytest,
+	// servertest, testenv, ...): only other such packages and tests may
+	// import it.
+	testOnly bool
 }
 
 var (
@@ -65,19 +69,20 @@ var depRules = map[string]depRule{
 	"registry":              {never: []string{"server", "client", "placement", "routing", "blocks", "cmd"}},
 	"registry/crdt":         {only: vocabulary, std: append(slices.Clone(pure), "math/rand", "math/rand/v2"), transitive: noNetwork},
 	"registry/memtransport": {only: []string{"registry", "registry/crdt", "swarm"}, std: []string{"github.com/libp2p"}},
-	"registry/registrytest": {never: []string{"server", "client", "node", "cmd"}},
+	"registry/registrytest": {never: []string{"server", "client", "node", "cmd"}, testOnly: true},
 	"registry/convergence":  {never: []string{"server", "client", "placement", "routing", "blocks", "cmd"}},
 	"server":                {never: []string{"client", "registry", "placement", "sim", "cmd"}},
 	"server/admission":      {only: []string{"swarm", "api"}, std: []string{"net"}},
 	"server/fullrange":      {never: []string{"client", "ingress", "registry", "cmd"}},
+	"server/servertest":     {never: []string{"client", "registry", "node", "ingress", "sim", "placement", "routing", "cmd"}, testOnly: true},
 	"client":                {never: []string{"server", "registry", "sim", "cmd"}},
 	"node":                  {never: []string{"cmd", "sim"}},
 	"ingress":               {never: []string{"server", "registry", "node", "sim", "cmd", "ingress/openai", "ingress/petals", "ingress/ingresstest"}},
 	"ingress/openai":        {never: []string{"server", "registry", "node", "sim", "cmd"}},
 	"ingress/petals":        {never: []string{"server", "registry", "node", "sim", "cmd"}},
 	"ingress/loadtest":      {never: []string{"ingress", "server", "registry", "node", "sim", "cmd"}},
-	"ingress/ingresstest":   {never: []string{"cmd"}},
-	"internal/testenv":      {only: []string{}},
+	"ingress/ingresstest":   {never: []string{"cmd"}, testOnly: true},
+	"internal/testenv":      {only: []string{}, testOnly: true},
 }
 
 type listedPackage struct {
@@ -121,6 +126,7 @@ func checkDeps(t *testing.T, name string, rule depRule, p listedPackage) {
 	within := func(path, pkg string) bool { return path == pkg || strings.HasPrefix(path, pkg+"/") }
 	for _, imp := range p.Imports {
 		if rel, ok := strings.CutPrefix(imp, module+"/"); ok {
+			require.Falsef(t, depRules[rel].testOnly && !rule.testOnly, "%s imports %s, which only tests may import", name, rel)
 			if rule.only != nil {
 				require.Containsf(t, rule.only, rel, "%s imports %s; it may import only %v from this repository", name, rel, rule.only)
 			}

@@ -121,8 +121,10 @@ func (h *hopConn) step(ctx context.Context, pos int, x []float32, n, d int, time
 	start := time.Now()
 	st := &wire.Step{SessionID: h.sid, Position: pos, Hidden: wire.Hidden{DType: h.dtype, NTokens: n, DModel: d, Data: x}}
 	if err := h.fc.WriteFrame(st); err != nil {
-		if e := h.pendingError(); e != nil {
-			return stepResult{}, fmt.Errorf("client: step at %s: %w", h.ep.Inference, e)
+		if errors.Is(err, api.ErrClosed) {
+			if e := h.lastWords(); e != nil {
+				return stepResult{}, fmt.Errorf("client: step at %s: %w", h.ep.Inference, e)
+			}
 		}
 		return stepResult{}, fmt.Errorf("client: step at %s: %w", h.ep.Inference, err)
 	}
@@ -158,22 +160,20 @@ func (h *hopConn) step(ctx context.Context, pos int, x []float32, n, d int, time
 	}
 }
 
-// pendingError returns an Error frame the server sent before the
-// connection broke (e.g. ShuttingDown), if the reader has one buffered.
-func (h *hopConn) pendingError() *wire.Error {
-	for {
-		select {
-		case f, ok := <-h.frames:
-			if !ok {
-				return nil
-			}
-			if e, isErr := f.(*wire.Error); isErr {
-				return e
-			}
-		default:
-			return nil
+// lastWords returns the Error frame the server sent before the connection
+// broke (e.g. ShuttingDown), if it arrived. It closes the broken connection,
+// which unblocks the reader, and takes every frame the reader still hands
+// over: one that arrived just before the break may still be on its way
+// through the reader when the write fails.
+func (h *hopConn) lastWords() *wire.Error {
+	h.fc.Close()
+	var first *wire.Error
+	for f := range h.frames {
+		if e, isErr := f.(*wire.Error); isErr && first == nil {
+			first = e
 		}
 	}
+	return first
 }
 
 // close ends the session politely (Close, then Closed within timeout) and
