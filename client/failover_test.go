@@ -49,7 +49,10 @@ func chainOf(sess *client.Session) []string {
 // replacements, a graceful shutdown instead of a crash, and replay chunks.
 func TestFailoverReplacesHop(t *testing.T) {
 	model := stories(t, "stories260K.bin")
-	slow := 5 * time.Millisecond
+	// The spares' emulated latency must dwarf the noise of measured RTTs
+	// and tau on a loaded machine, or WS-RR may prefer a spare at Open
+	// (5 ms did, under load).
+	slow := 25 * time.Millisecond
 	span := func(a, b int) swarm.Span { return swarm.Span{Start: a, End: b} }
 	tests := []struct {
 		name      string

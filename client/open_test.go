@@ -89,7 +89,9 @@ func TestOpenAvoidsServerWithoutRoom(t *testing.T) {
 func TestOpenSkipsServerThatRefuses(t *testing.T) {
 	model := stories(t, "stories260K.bin")
 	capped := startServer(t, model, swarm.Span{Start: 0, End: 5}, func(c *server.Config) { c.MaxSessions = 1 })
-	other := startServer(t, model, swarm.Span{Start: 0, End: 5}, func(c *server.Config) { c.EmulateLatency = 2 * time.Millisecond })
+	// other's emulated latency dwarfs the noise of measured RTTs and tau on
+	// a loaded machine, so that WS-RR tries capped first (2 ms did not).
+	other := startServer(t, model, swarm.Span{Start: 0, End: 5}, func(c *server.Config) { c.EmulateLatency = 25 * time.Millisecond })
 	only, err := client.New(loadHead(t, model), []string{capped.url})
 	require.NoError(t, err)
 	holder, err := only.Open(context.Background(), 100)

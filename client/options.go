@@ -101,7 +101,7 @@ const (
 	// DefaultInfoTimeout bounds the probe of one server (both reads of its
 	// info document): a server that has not answered by then is left out
 	// of that round, so one hung server never stalls every new session.
-	DefaultInfoTimeout = time.Second
+	DefaultInfoTimeout = 2 * time.Second
 	// DefaultMaxFailovers bounds the hop replacements of one session.
 	DefaultMaxFailovers = 16
 )

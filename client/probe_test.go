@@ -32,7 +32,7 @@ func synthHead(t *testing.T) blocks.Head {
 
 // TestProbeRoundIsBounded: one server that never answers its info
 // document, and one that answers once and then hangs, cost a probe round
-// the info timeout (1 s by default, on synctest's fake clock), not more;
+// the info timeout (2 s by default, on synctest's fake clock), not more;
 // the first is left out with the deadline as its error, the second keeps
 // its first answer. Sessions then route around the hung server.
 func TestProbeRoundIsBounded(t *testing.T) {
