@@ -4,6 +4,7 @@ go 1.26.8
 
 require (
 	github.com/cockroachdb/datadriven v1.0.2
+	github.com/dlclark/regexp2 v1.12.0
 	github.com/eliben/go-sentencepiece v0.6.0
 	github.com/gorilla/websocket v1.5.3
 	github.com/gpustack/gguf-parser-go v0.28.1
@@ -26,6 +27,7 @@ require (
 	github.com/x448/float16 v0.8.4
 	golang.org/x/net v0.59.0
 	golang.org/x/sys v0.48.0
+	golang.org/x/text v0.42.0
 	gonum.org/v1/gonum v0.17.0
 	gonum.org/v1/plot v0.16.0
 	google.golang.org/protobuf v1.36.12
@@ -150,7 +152,6 @@ require (
 	golang.org/x/sync v0.23.0 // indirect
 	golang.org/x/telemetry v0.0.0-20260811182544-a038080d80e5 // indirect
 	golang.org/x/term v0.46.0 // indirect
-	golang.org/x/text v0.42.0 // indirect
 	golang.org/x/time v0.15.0 // indirect
 	golang.org/x/tools v0.49.0 // indirect
 	lukechampine.com/blake3 v1.4.1 // indirect

@@ -249,14 +249,5 @@ func (t *BPE) Decode(prev, token int) string {
 	return s
 }
 
-// DecodeAll concatenates Decode over ids, each following the one before it
-// (the first follows -1, i.e. nothing).
-func (t *BPE) DecodeAll(ids []int) string {
-	var b strings.Builder
-	prev := -1
-	for _, id := range ids {
-		b.WriteString(t.Decode(prev, id))
-		prev = id
-	}
-	return b.String()
-}
+// DecodeAll is DecodeAll(t, ids).
+func (t *BPE) DecodeAll(ids []int) string { return DecodeAll(t, ids) }

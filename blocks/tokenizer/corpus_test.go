@@ -3,6 +3,7 @@ package tokenizer
 import (
 	"math/rand/v2"
 	"strings"
+	"sync"
 )
 
 // corpusFixed are hand-picked strings that stress the encoder: empty,
@@ -134,4 +135,24 @@ func cutPoints(n int) []int {
 		}
 	}
 	return out
+}
+
+// encodeConcurrently encodes texts in each of n goroutines at once and
+// returns each one's ids by text (nil for an error).
+func encodeConcurrently(tok Tokenizer, texts []string, addBOS bool, n int) [][][]int {
+	var wg sync.WaitGroup
+	results := make([][][]int, n)
+	for g := range results {
+		wg.Go(func() {
+			for _, text := range texts {
+				ids, err := tok.Encode(text, addBOS)
+				if err != nil {
+					ids = nil
+				}
+				results[g] = append(results[g], ids)
+			}
+		})
+	}
+	wg.Wait()
+	return results
 }

@@ -29,7 +29,7 @@ func (t *BPE) Encode(text string, addBOS bool) ([]int, error) {
 	if err != nil {
 		return nil, err
 	}
-	t.merge(syms)
+	mergeSymbols(syms, t.scoredPair)
 	for i := 0; i >= 0 && i < len(syms); i = syms[i].next {
 		out = append(out, syms[i].id)
 	}
@@ -88,23 +88,42 @@ func (t *BPE) initialSymbols(text string) ([]symbol, error) {
 	return syms, nil
 }
 
+// scoredPair is BPE's merge rule for mergeSymbols: pieces a and b merge
+// when their concatenation is a piece scoring above minMergeScore; the
+// higher its score, the earlier.
+func (t *BPE) scoredPair(a, b int) (id int, priority float64, ok bool) {
+	var buf [64]byte
+	joined := append(append(buf[:0], t.pieces[a]...), t.pieces[b]...)
+	id, ok = t.ids[string(joined)]
+	if !ok || t.scores[id] <= minMergeScore {
+		return 0, 0, false
+	}
+	return id, float64(t.scores[id]), true
+}
+
+// pairFunc tells whether the adjacent symbols with ids a and b merge, into
+// which id, and with what priority: the highest priority merges first, ties
+// going to the leftmost pair.
+type pairFunc func(a, b int) (id int, priority float64, ok bool)
+
 // candidate is a possible merge of the adjacent symbols left and right into
 // piece id. It is stale when either symbol changed since it was pushed.
 type candidate struct {
-	score           float32
+	priority        float64
 	left, right     int // symbol indexes
 	leftID, rightID int // their ids when pushed
 	id              int
 }
 
-// candidates is a binary max-heap of merges by score, ties broken by the
+// candidates is a binary max-heap of merges by priority, ties broken by the
 // leftmost pair (llama2.c scans left to right and keeps the first best
-// score). Typed rather than container/heap to avoid boxing every push.
+// score; Hugging Face tokenizers and transformers.js order equal ranks by
+// position). Typed rather than container/heap to avoid boxing every push.
 type candidates []candidate
 
 func (h candidates) before(i, j int) bool {
-	if h[i].score != h[j].score {
-		return h[i].score > h[j].score
+	if h[i].priority != h[j].priority {
+		return h[i].priority > h[j].priority
 	}
 	return h[i].left < h[j].left
 }
@@ -146,23 +165,25 @@ func (h *candidates) pop() candidate {
 	return top
 }
 
-// merge applies best-score pair merges to syms until none applies. Symbol
-// pieces only grow (a merge concatenates two non-empty pieces), so a
-// candidate whose symbols still carry the ids it saw is still exact.
-func (t *BPE) merge(syms []symbol) {
-	var buf []byte
+// mergeSymbols applies pair merges to syms until none applies: always the
+// highest-priority merge of two adjacent live symbols (the leftmost among
+// equals). Symbols only grow, so a candidate whose symbols still carry the
+// ids it saw is still exact. Symbols with negative ids never merge.
+func mergeSymbols(syms []symbol, pair pairFunc) {
 	h := make(candidates, 0, len(syms))
 	try := func(left, right int) {
 		if left < 0 || right < 0 {
 			return
 		}
 		a, b := syms[left].id, syms[right].id
-		buf = append(append(buf[:0], t.pieces[a]...), t.pieces[b]...)
-		id, ok := t.ids[string(buf)]
-		if !ok || t.scores[id] <= minMergeScore {
+		if a < 0 || b < 0 {
 			return
 		}
-		h.push(candidate{score: t.scores[id], left: left, right: right, leftID: a, rightID: b, id: id})
+		id, priority, ok := pair(a, b)
+		if !ok {
+			return
+		}
+		h.push(candidate{priority: priority, left: left, right: right, leftID: a, rightID: b, id: id})
 	}
 	for i := 0; i+1 < len(syms); i++ {
 		try(i, i+1)

@@ -23,15 +23,9 @@ const (
 )
 
 // FromGGUF reads the tokenizer embedded in a GGUF file's metadata (parsed
-// with github.com/gpustack/gguf-parser-go; tensor data is not read). Only
-// tokenizer.ggml.model "llama" (SentencePiece BPE with byte fallback) is
-// supported; other models ("gpt2" byte-level BPE, ...) give ErrUnsupported.
-// It uses tokens (strings with U+2581 for space), scores (float32, default 0),
-// token_type (int32, default inferred as in NewBPE), bos/eos/unknown ids
-// (default 1, 2, 0, llama.cpp's SentencePiece defaults) and add_space_prefix
-// (default true; WithDummyPrefix overrides it). A missing or mistyped key,
-// or a malformed file, gives ErrFormat naming the file and the key.
-func FromGGUF(path string, opts ...Option) (t *BPE, err error) {
+// with github.com/gpustack/gguf-parser-go through a memory map; tensor data
+// is not read); see FromGGUFFile.
+func FromGGUF(path string, opts ...Option) (t Tokenizer, err error) {
 	if _, err := newConfig(opts); err != nil {
 		return nil, err
 	}
@@ -41,18 +35,29 @@ func FromGGUF(path string, opts ...Option) (t *BPE, err error) {
 			t, err = nil, fmt.Errorf("%w: %s: GGUF parser failed: %v", ErrFormat, path, r)
 		}
 	}()
-	f, err := gguf.ParseGGUFFile(path)
+	f, err := gguf.ParseGGUFFile(path, gguf.UseMMap()) // unbuffered reads take seconds over 100k-token vocabularies
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s: parse GGUF: %w", ErrFormat, path, err)
 	}
 	return FromGGUFFile(f, path, opts...)
 }
 
-// FromGGUFFile is FromGGUF over a file already parsed with
+// FromGGUFFile reads the tokenizer of a GGUF file already parsed with
 // gguf-parser-go (blocks.Open parses a model's GGUF header once and hands
 // it here); path names the file in errors and is read again only for
-// token pieces the parser trimmed.
-func FromGGUFFile(f *gguf.GGUFFile, path string, opts ...Option) (t *BPE, err error) {
+// strings the parser trimmed. By tokenizer.ggml.model:
+//
+//   - "llama": a *BPE (SentencePiece BPE with byte fallback) from tokens
+//     (strings with U+2581 for space), scores (float32, default 0),
+//     token_type (int32, default inferred as in NewBPE), bos/eos/unknown
+//     ids (default 1, 2, 0, llama.cpp's SentencePiece defaults) and
+//     add_space_prefix (default true; WithDummyPrefix overrides it);
+//   - "gpt2": a *RankedBPE (byte-level BPE), see rankedFromGGUF;
+//   - anything else: ErrUnsupported.
+//
+// A missing or mistyped key, or a malformed file, gives ErrFormat naming
+// the file and the key.
+func FromGGUFFile(f *gguf.GGUFFile, path string, opts ...Option) (t Tokenizer, err error) {
 	c, err := newConfig(opts)
 	if err != nil {
 		return nil, err
@@ -67,28 +72,51 @@ func FromGGUFFile(f *gguf.GGUFFile, path string, opts ...Option) (t *BPE, err er
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
-	if model != "llama" {
-		return nil, fmt.Errorf("%w: %s: %s is %q, want \"llama\" (SentencePiece BPE)", ErrUnsupported, path, ggufModel, model)
+	switch model {
+	case "llama":
+		b, err := sentencePieceFromGGUF(f, path, c)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+		return b, nil
+	case "gpt2":
+		r, err := rankedFromGGUF(f, path)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+		return r, nil
 	}
-	trimmed, err := ggufArray(kvs, ggufTokens, gguf.GGUFMetadataValueTypeString, true, (gguf.GGUFMetadataKVArrayValue).ValuesString)
+	return nil, fmt.Errorf("%w: %s: %s is %q, want \"llama\" (SentencePiece BPE) or \"gpt2\" (byte-level BPE)", ErrUnsupported, path, ggufModel, model)
+}
+
+// ggufStringList returns the required string array under key verbatim.
+func ggufStringList(f *gguf.GGUFFile, path, key string) ([]string, error) {
+	kvs := f.Header.MetadataKV
+	trimmed, err := ggufArray(kvs, key, gguf.GGUFMetadataValueTypeString, true, (gguf.GGUFMetadataKVArrayValue).ValuesString)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
+		return nil, err
 	}
-	kv, _ := kvs.Get(ggufTokens)
-	pieces, err := readGGUFStrings(path, f.Header, kv.ValueArray(), trimmed)
+	kv, _ := kvs.Get(key)
+	return readGGUFStrings(path, key, f.Header, kv.ValueArray(), trimmed)
+}
+
+// sentencePieceFromGGUF reads a tokenizer.ggml.model "llama" tokenizer.
+func sentencePieceFromGGUF(f *gguf.GGUFFile, path string, c config) (*BPE, error) {
+	kvs := f.Header.MetadataKV
+	pieces, err := ggufStringList(f, path, ggufTokens)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
+		return nil, err
 	}
 	scores, err := ggufArray(kvs, ggufScores, gguf.GGUFMetadataValueTypeFloat32, false, (gguf.GGUFMetadataKVArrayValue).ValuesFloat32)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
+		return nil, err
 	}
 	if scores == nil {
 		scores = make([]float32, len(pieces))
 	}
 	types, err := ggufArray(kvs, ggufTokenType, gguf.GGUFMetadataValueTypeInt32, false, (gguf.GGUFMetadataKVArrayValue).ValuesInt32)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
+		return nil, err
 	}
 	var ids [3]int
 	for i, k := range []struct {
@@ -96,21 +124,17 @@ func FromGGUFFile(f *gguf.GGUFFile, path string, opts ...Option) (t *BPE, err er
 		def int
 	}{{ggufBOS, 1}, {ggufEOS, 2}, {ggufUnknown, 0}} {
 		if ids[i], err = ggufInt(kvs, k.key, k.def); err != nil {
-			return nil, fmt.Errorf("%s: %w", path, err)
+			return nil, err
 		}
 	}
 	if c.dummyPrefix == nil {
 		on, err := ggufBool(kvs, ggufSpacePrefix, true)
 		if err != nil {
-			return nil, fmt.Errorf("%s: %w", path, err)
+			return nil, err
 		}
 		c.dummyPrefix = &on
 	}
-	t, err = NewBPE(pieces, scores, types, ids[0], ids[1], ids[2], WithDummyPrefix(*c.dummyPrefix))
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	return t, nil
+	return NewBPE(pieces, scores, types, ids[0], ids[1], ids[2], WithDummyPrefix(*c.dummyPrefix))
 }
 
 func ggufString(kvs gguf.GGUFMetadataKVs, key string) (string, error) {
@@ -174,7 +198,8 @@ func ggufArray[T any](kvs gguf.GGUFMetadataKVs, key string, typ gguf.GGUFMetadat
 	return values(av), nil
 }
 
-// readGGUFStrings re-reads the items of a string array from the file.
+// readGGUFStrings re-reads the items of the string array under key from
+// the file.
 // gguf-parser-go v0.28.1 applies bytes.TrimSpace to every string it reads
 // (_GGUFReader.ReadString), which turns pieces such as U+00A0 or "\t" into
 // "" or shortens them; a tokenizer needs them verbatim. The items follow the
@@ -182,7 +207,7 @@ func ggufArray[T any](kvs gguf.GGUFMetadataKVs, key string, typ gguf.GGUFMetadat
 // offset the parser reports, each a length then that many bytes
 // (https://github.com/ggml-org/ggml/blob/master/docs/gguf.md, gguf_string_t).
 // Each string read must trim to the parser's value.
-func readGGUFStrings(path string, h gguf.GGUFHeader, av gguf.GGUFMetadataKVArrayValue, trimmed []string) ([]string, error) {
+func readGGUFStrings(path, key string, h gguf.GGUFHeader, av gguf.GGUFMetadataKVArrayValue, trimmed []string) ([]string, error) {
 	var (
 		order   binary.ByteOrder = binary.LittleEndian
 		lenSize int64            = 8
@@ -200,16 +225,16 @@ func readGGUFStrings(path string, h gguf.GGUFHeader, av gguf.GGUFMetadataKVArray
 	defer f.Close()
 	start := av.StartOffset + 4 + lenSize
 	if av.Size < 0 || av.Size > 1<<32 {
-		return nil, fmt.Errorf("%w: %s occupies %d bytes, want 0..4 GiB", ErrFormat, ggufTokens, av.Size)
+		return nil, fmt.Errorf("%w: %s occupies %d bytes, want 0..4 GiB", ErrFormat, key, av.Size)
 	}
 	raw := make([]byte, av.Size)
 	if _, err := f.ReadAt(raw, start); err != nil {
-		return nil, fmt.Errorf("%w: %s: read %d bytes at offset %d: %w", ErrFormat, ggufTokens, av.Size, start, err)
+		return nil, fmt.Errorf("%w: %s: read %d bytes at offset %d: %w", ErrFormat, key, av.Size, start, err)
 	}
 	out := make([]string, 0, len(trimmed))
 	for i := range trimmed {
 		if int64(len(raw)) < lenSize {
-			return nil, fmt.Errorf("%w: %s item %d: truncated length", ErrFormat, ggufTokens, i)
+			return nil, fmt.Errorf("%w: %s item %d: truncated length", ErrFormat, key, i)
 		}
 		var n uint64
 		if lenSize == 8 {
@@ -219,17 +244,17 @@ func readGGUFStrings(path string, h gguf.GGUFHeader, av gguf.GGUFMetadataKVArray
 		}
 		raw = raw[lenSize:]
 		if n > uint64(len(raw)) {
-			return nil, fmt.Errorf("%w: %s item %d: length %d, only %d bytes left in the array", ErrFormat, ggufTokens, i, n, len(raw))
+			return nil, fmt.Errorf("%w: %s item %d: length %d, only %d bytes left in the array", ErrFormat, key, i, n, len(raw))
 		}
 		s := string(raw[:n])
 		raw = raw[n:]
 		if string(bytes.TrimSpace([]byte(s))) != trimmed[i] {
-			return nil, fmt.Errorf("%w: %s item %d: read %q at the parser's offset, parser gave %q", ErrFormat, ggufTokens, i, s, trimmed[i])
+			return nil, fmt.Errorf("%w: %s item %d: read %q at the parser's offset, parser gave %q", ErrFormat, key, i, s, trimmed[i])
 		}
 		out = append(out, s)
 	}
 	if len(raw) != 0 {
-		return nil, fmt.Errorf("%w: %s: %d bytes left after %d items", ErrFormat, ggufTokens, len(raw), len(trimmed))
+		return nil, fmt.Errorf("%w: %s: %d bytes left after %d items", ErrFormat, key, len(raw), len(trimmed))
 	}
 	return out, nil
 }

@@ -17,8 +17,7 @@ import (
 // tokenizer equals tok512.bin (pieces with U+2581 for space, same scores).
 func TestFromGGUFMatchesLlama2C(t *testing.T) {
 	dir := testenv.SharedFile(t, "models", "stories260K")
-	g, err := FromGGUF(filepath.Join(dir, "stories260K.gguf"))
-	require.NoError(t, err)
+	g := sentencePieceGGUF(t, filepath.Join(dir, "stories260K.gguf"))
 	b, err := LoadLlama2C(filepath.Join(dir, "tok512.bin"))
 	require.NoError(t, err)
 	gp, gs, gt := g.Vocab()
@@ -52,6 +51,16 @@ func TestFromGGUFNotGGUF(t *testing.T) {
 	_, err := FromGGUF(path)
 	require.ErrorIs(t, err, ErrFormat)
 	require.ErrorContains(t, err, path)
+}
+
+// sentencePieceGGUF loads a GGUF tokenizer that must be a *BPE.
+func sentencePieceGGUF(t *testing.T, path string, opts ...Option) *BPE {
+	t.Helper()
+	tok, err := FromGGUF(path, opts...)
+	require.NoError(t, err)
+	b, ok := tok.(*BPE)
+	require.True(t, ok, "%T, want *BPE", tok)
+	return b
 }
 
 // ggufKV is one metadata entry of a hand-built GGUF file.
@@ -140,8 +149,7 @@ func TestFromGGUFSynthetic(t *testing.T) {
 	}
 	for _, version := range []uint32{1, 2, 3} {
 		t.Run(fmt.Sprintf("v%d", version), func(t *testing.T) {
-			tok, err := FromGGUF(write(version, base("llama")))
-			require.NoError(t, err)
+			tok := sentencePieceGGUF(t, write(version, base("llama")))
 			pieces, gotScores, gotTypes := tok.Vocab()
 			require.Equal(t, []string{"<unk>", "<s>", "</s>", "<0x41>", "\t", " x", "x\u00a0", " ", " "}, pieces)
 			require.Equal(t, scores, gotScores)
@@ -170,8 +178,7 @@ func TestFromGGUFSynthetic(t *testing.T) {
 	t.Run("defaults", func(t *testing.T) {
 		kvs := without(without(without(without(base("llama"), "tokenizer.ggml.scores"), "tokenizer.ggml.token_type"),
 			"tokenizer.ggml.bos_token_id"), "tokenizer.ggml.eos_token_id")
-		tok, err := FromGGUF(write(3, kvs))
-		require.NoError(t, err)
+		tok := sentencePieceGGUF(t, write(3, kvs))
 		_, gotScores, gotTypes := tok.Vocab()
 		require.Equal(t, make([]float32, len(tokens)), gotScores)
 		require.Equal(t, []int32{2, 3, 3, 6, 1, 1, 1, 1, 1}, gotTypes, "types inferred")
@@ -179,12 +186,8 @@ func TestFromGGUFSynthetic(t *testing.T) {
 	})
 	t.Run("add_space_prefix", func(t *testing.T) {
 		path := write(3, with(base("llama"), ggufKV{"tokenizer.ggml.add_space_prefix", 7, false}))
-		tok, err := FromGGUF(path)
-		require.NoError(t, err)
-		require.False(t, tok.DummyPrefix())
-		tok, err = FromGGUF(path, WithDummyPrefix(true))
-		require.NoError(t, err)
-		require.True(t, tok.DummyPrefix())
+		require.False(t, sentencePieceGGUF(t, path).DummyPrefix())
+		require.True(t, sentencePieceGGUF(t, path, WithDummyPrefix(true)).DummyPrefix())
 	})
 	errCases := []struct {
 		name string
@@ -192,7 +195,8 @@ func TestFromGGUFSynthetic(t *testing.T) {
 		is   error
 		want string
 	}{
-		{"gpt2", base("gpt2"), ErrUnsupported, `"gpt2"`},
+		{"gpt2 without merges", base("gpt2"), ErrFormat, "no metadata key tokenizer.ggml.merges"},
+		{"t5", base("t5"), ErrUnsupported, `"t5"`},
 		{"no model", without(base("llama"), "tokenizer.ggml.model"), ErrFormat, "no metadata key tokenizer.ggml.model"},
 		{"model not a string", with(base("llama"), ggufKV{"tokenizer.ggml.model", 4, uint32(1)}), ErrFormat, "want string"},
 		{"no tokens", without(base("llama"), "tokenizer.ggml.tokens"), ErrFormat, "no metadata key tokenizer.ggml.tokens"},

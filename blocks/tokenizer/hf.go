@@ -46,14 +46,16 @@ type hfFile struct {
 	} `json:"model"`
 }
 
-// LoadHF reads a Hugging Face tokenizer.json of a SentencePiece-style BPE
-// model (Llama 1/2, TinyLlama, Mistral: "▁" for space, byte_fallback) and
-// runs it with github.com/sugarme/tokenizer v0.3.0. BOS and EOS are the ids
-// of "<s>" and "</s>". Byte-level BPE files (GPT-2, Llama 3: a ByteLevel or
-// Split pre-tokenizer, whose look-ahead regexes the library cannot compile)
-// and non-BPE models give ErrUnsupported; malformed files ErrFormat. Unlike
-// BPE (llama2.c), added tokens such as "<s>" written in the text are matched
-// as those tokens, as Hugging Face does.
+// LoadHF reads a Hugging Face tokenizer.json of a BPE model. A file with a
+// ByteLevel or Split pre-tokenizer or decoder (byte-level BPE: GPT-2, Llama
+// 3, Qwen2, Qwen3; and Gemma 3, whose Split on " " follows a Replace of " "
+// by "▁") loads as a *RankedBPE (LoadRankedBPE). Any other, a
+// SentencePiece-style BPE (Llama 1/2, TinyLlama, Mistral: "▁" for space,
+// byte_fallback), runs with github.com/sugarme/tokenizer v0.3.0: BOS and
+// EOS are the ids of "<s>" and "</s>". Non-BPE models give ErrUnsupported;
+// malformed files ErrFormat. Unlike BPE (llama2.c), added tokens such as
+// "<s>" written in the text are matched as those tokens, as Hugging Face
+// does.
 func LoadHF(path string) (tok Tokenizer, err error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
@@ -66,13 +68,14 @@ func LoadHF(path string) (tok Tokenizer, err error) {
 	if f.Model.Type != "" && f.Model.Type != "BPE" {
 		return nil, fmt.Errorf("%w: %s: model type %q, want \"BPE\"", ErrUnsupported, path, f.Model.Type)
 	}
-	for _, part := range []struct {
-		name string
-		raw  json.RawMessage
-	}{{"pre_tokenizer", f.PreTokenizer}, {"decoder", f.Decoder}} {
-		for _, typ := range jsonTypes(part.raw) {
+	for _, raw := range []json.RawMessage{f.PreTokenizer, f.Decoder} {
+		for _, typ := range jsonTypes(raw) {
 			if typ == "ByteLevel" || typ == "Split" {
-				return nil, fmt.Errorf("%w: %s: %s %q: byte-level BPE (GPT-2, Llama 3 style) is not supported, want a SentencePiece-style (\"▁\") BPE", ErrUnsupported, path, part.name, typ)
+				t, err := loadRankedBPE(path, data)
+				if err != nil {
+					return nil, err
+				}
+				return t, nil
 			}
 		}
 	}

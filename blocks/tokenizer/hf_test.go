@@ -121,20 +121,7 @@ func TestLoadHFConcurrent(t *testing.T) {
 	h, err := LoadHF(path)
 	require.NoError(t, err)
 	texts := naturalCorpus(40)
-	var wg sync.WaitGroup
-	results := make([][][]int, 4)
-	for g := range results {
-		wg.Go(func() {
-			for _, text := range texts {
-				ids, err := h.Encode(text, true)
-				if err != nil {
-					ids = nil
-				}
-				results[g] = append(results[g], ids)
-			}
-		})
-	}
-	wg.Wait()
+	results := encodeConcurrently(h, texts, true, 4)
 	for g := range results {
 		for i, text := range texts {
 			want, err := b.Encode(text, true)
@@ -151,7 +138,7 @@ func TestLoadHFErrors(t *testing.T) {
 	llama3 := map[string]any{
 		"added_tokens":  []any{},
 		"normalizer":    nil,
-		"pre_tokenizer": map[string]any{"type": "Sequence", "pretokenizers": []any{map[string]any{"type": "Split", "pattern": map[string]any{"Regex": `(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\s+(?!\S)|\s+`}, "behavior": "Isolated", "invert": false}, map[string]any{"type": "ByteLevel", "add_prefix_space": false, "trim_offsets": true, "use_regex": false}}},
+		"pre_tokenizer": map[string]any{"type": "Sequence", "pretokenizers": []any{map[string]any{"type": "Split", "pattern": map[string]any{"Regex": `(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\s+(?!\S)|\s+`}, "behavior": "Isolated", "invert": false}, map[string]any{"type": "Digits"}, map[string]any{"type": "ByteLevel", "add_prefix_space": false, "trim_offsets": true, "use_regex": false}}},
 		"decoder":       map[string]any{"type": "ByteLevel"},
 		"model":         map[string]any{"type": "BPE", "vocab": map[string]any{"a": 0}, "merges": []any{}},
 	}
@@ -166,7 +153,7 @@ func TestLoadHFErrors(t *testing.T) {
 	}{
 		{"not JSON", []byte("\x00\x01binary"), ErrFormat, "want a tokenizer.json object"},
 		{"truncated", valid[:len(valid)/2], ErrFormat, "want a tokenizer.json object"},
-		{"Llama 3 style", llama3JSON, ErrUnsupported, "byte-level BPE"},
+		{"byte-level with Digits", llama3JSON, ErrUnsupported, `pre_tokenizer "Digits"`},
 		{"unigram", unigram, ErrUnsupported, `"Unigram"`},
 		{"no BOS", []byte(`{"model": {"type": "BPE", "unk_token": "<unk>", "vocab": {"<unk>": 0, "a": 1}, "merges": []}}`), ErrUnsupported, `no "<s>"`},
 		{"vocab of wrong type", []byte(`{"model": {"type": "BPE", "vocab": [1, 2], "merges": []}}`), ErrFormat, "library failed"},

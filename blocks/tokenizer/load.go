@@ -13,8 +13,10 @@ import (
 // Load opens a tokenizer, choosing the loader from the path:
 //
 //   - a directory: its tokenizer.model, else its tokenizer.json;
-//   - *.gguf, or a file starting with the GGUF magic: FromGGUF;
-//   - *.json: LoadHF;
+//   - *.gguf, or a file starting with the GGUF magic: FromGGUF (a *BPE
+//     for tokenizer.ggml.model "llama", a *RankedBPE for "gpt2");
+//   - *.json: LoadHF (a *RankedBPE for byte-level files and Gemma 3, which
+//     also reads the tokenizer_config.json beside it);
 //   - *.model, or a file starting with the protobuf tag of a non-empty
 //     ModelProto.pieces (0x0A, then a non-zero length): LoadSentencePiece;
 //   - anything else: LoadLlama2C (tokenizer.bin).
@@ -39,7 +41,7 @@ func Load(path string) (Tokenizer, error) {
 	case err != nil:
 		return nil, err
 	case kind == kindGGUF:
-		return asTokenizer(FromGGUF(path))
+		return FromGGUF(path)
 	case kind == kindHF:
 		return LoadHF(path)
 	case kind == kindSentencePiece:

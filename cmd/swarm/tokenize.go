@@ -17,16 +17,24 @@ type tokenizeOptions struct {
 }
 
 const tokenizeLong = `tokenize encodes TEXT with a tokenizer and prints the token ids as a JSON
-array on one line, BOS first, as llama2.c's encode(text, bos=1, eos=0) does:
-a dummy-prefix space before non-empty text, each UTF-8 character looked up
-as a piece (else its bytes as byte pieces <0xXX>), then best-score pair
-merges.
+array on one line, with the special tokens the model puts around a text
+(--no-bos leaves them out). SentencePiece tokenizers (tokenizer.model,
+tokenizer.bin, GGUF "llama") follow llama2.c's encode(text, bos=1, eos=0):
+BOS, a dummy-prefix space before non-empty text, each UTF-8 character looked
+up as a piece (else its bytes as byte pieces <0xXX>), then best-score pair
+merges. Hugging Face tokenizer.json files (and GGUF "gpt2") give the ids of
+transformers' encode(text): added tokens such as <|eot_id|> matched first,
+then the normalizer, the pre-tokenizer and merges by rank; BOS as the
+model's post-processor and tokenizer_config.json (GGUF: add_bos_token) say
+(Gemma 3: <bos>; Qwen: none).
 
 The tokenizer kind is chosen from --tokenizer:
   DIR               its tokenizer.model, else its tokenizer.json
-  *.gguf            the tokenizer embedded in a GGUF model (llama models)
+  *.gguf            the tokenizer embedded in a GGUF model (llama, gpt2)
   *.model           SentencePiece ModelProto (BPE, e.g. Llama 2)
-  *.json            Hugging Face tokenizer.json (SentencePiece-style BPE)
+  *.json            Hugging Face tokenizer.json: SentencePiece-style BPE
+                    (Llama 2, Gemma 3) or byte-level BPE (Llama 3, Qwen2,
+                    Qwen3), with the tokenizer_config.json beside it
   anything else     llama2.c tokenizer.bin
 Files without those extensions are recognised by their first bytes.
 
@@ -62,7 +70,7 @@ func newTokenizeCmd() *cobra.Command {
 	f := cmd.Flags()
 	f.StringVar(&o.tokenizer, "tokenizer", "", "tokenizer file or directory: llama2.c tokenizer.bin, SentencePiece tokenizer.model, Hugging Face tokenizer.json, a GGUF model, or a directory holding tokenizer.model or tokenizer.json (required)")
 	f.StringVar(&o.text, "text", "", "the text to encode, as UTF-8; may be empty (required)")
-	f.BoolVar(&o.noBOS, "no-bos", false, "leave out the BOS id that otherwise comes first")
+	f.BoolVar(&o.noBOS, "no-bos", false, "leave out the special tokens (BOS) that otherwise come with the text")
 	return cmd
 }
 

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -102,5 +103,50 @@ func TestTokenizeHelp(t *testing.T) {
 	require.Zero(t, code, stderr)
 	for _, flag := range []string{"--tokenizer", "--text", "--no-bos", "tokenizer.model", "tokenizer.json", "GGUF", "tokenizer.bin"} {
 		require.Contains(t, stdout, flag)
+	}
+}
+
+// TestTokenizeOracle runs `swarm tokenize` on the Llama 3, Qwen3 and Gemma 3
+// tokenizer.json files that clients/js/tokenize_oracle.mjs encodes with
+// transformers.js (@lenml/tokenizers) and requires the oracle's ids: with
+// the model's special tokens by default, without them under --no-bos.
+func TestTokenizeOracle(t *testing.T) {
+	dir := npmPackage(t)
+	texts := []string{"Hello, world! I'LL pay $1234567.\n\n  ok", "<|im_start|>user\n日本語 👨‍👩‍👧<|im_end|><start_of_turn>\t<|eot_id|>"}
+	models := []string{"llama3", "qwen3", "gemma3"}
+	in, err := json.Marshal(map[string]any{"models": models, "texts": texts})
+	require.NoError(t, err)
+	cmd := exec.Command("node", "tokenize_oracle.mjs")
+	cmd.Dir = dir
+	cmd.Stdin = bytes.NewReader(in)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	require.NoError(t, err, "node tokenize_oracle.mjs: %s", stderr.String())
+	var oracle map[string]struct {
+		TokenizerJSON string `json:"tokenizer_json"`
+		Results       []struct {
+			IDs   []int `json:"ids"`
+			Plain []int `json:"plain"`
+		} `json:"results"`
+	}
+	require.NoError(t, json.Unmarshal(out, &oracle))
+	for _, model := range models {
+		want := oracle[model]
+		require.Len(t, want.Results, len(texts), model)
+		for i, text := range texts {
+			args := []string{"--tokenizer", want.TokenizerJSON, "--text", text}
+			wantIDs := want.Results[i].IDs
+			if i == 1 {
+				args, wantIDs = append(args, "--no-bos"), want.Results[i].Plain
+			}
+			t.Run(fmt.Sprintf("%s/text%d", model, i), func(t *testing.T) {
+				stdout, stderr, code := runTokenizeBinary(t, args...)
+				require.Zero(t, code, "stderr: %s", stderr)
+				var got []int
+				require.NoError(t, json.Unmarshal([]byte(stdout), &got))
+				require.Equal(t, wantIDs, got)
+			})
+		}
 	}
 }
