@@ -39,7 +39,7 @@ type Handler struct {
 	mux       *http.ServeMux
 }
 
-// New returns the handler of GET /v1/models, POST /v1/completions and POST
+// New returns the handler of GET /v1/models[/{model}], POST /v1/completions and POST
 // /v1/chat/completions for the gateway's models, compiling each model's
 // chat template (the plain fallback when it has none). Errors wrap
 // ErrTemplate naming the model.
@@ -56,13 +56,38 @@ func New(gw *ingress.Gateway) (*Handler, error) {
 		}
 		h.templates[m.Name] = t
 	}
-	h.mux.HandleFunc("GET /v1/models", h.models)
-	h.mux.HandleFunc("POST /v1/completions", h.completions)
-	h.mux.HandleFunc("POST /v1/chat/completions", h.chat)
-	h.mux.HandleFunc("/v1/", func(w http.ResponseWriter, r *http.Request) {
-		h.writeError(w, badParam("path", fmt.Sprintf("%s %s is not an endpoint of this API (GET /v1/models, POST /v1/completions, POST /v1/chat/completions)", r.Method, r.URL.Path)))
+	for _, e := range endpoints {
+		h.mux.HandleFunc(e.method+" "+e.path, e.serve(h))
+		h.mux.HandleFunc(e.path, func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Allow", e.method)
+			h.writeError(w, fmt.Errorf("%w: %s %s (this endpoint serves %s)", ErrMethodNotAllowed, r.Method, r.URL.Path, e.method))
+		})
+	}
+	h.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		h.writeError(w, fmt.Errorf("%w: %s %s is not an endpoint of this API (%s)", ErrNotFound, r.Method, r.URL.Path, endpointList()))
 	})
 	return h, nil
+}
+
+// endpoints are the routes of the API; each path answers other methods
+// with 405 and an Allow header, and any other path is a 404.
+var endpoints = []struct {
+	method, path string
+	serve        func(*Handler) http.HandlerFunc
+}{
+	{"GET", "/v1/models", func(h *Handler) http.HandlerFunc { return h.models }},
+	{"GET", "/v1/models/{id...}", func(h *Handler) http.HandlerFunc { return h.model }},
+	{"POST", "/v1/completions", func(h *Handler) http.HandlerFunc { return h.completions }},
+	{"POST", "/v1/chat/completions", func(h *Handler) http.HandlerFunc { return h.chat }},
+}
+
+// endpointList names the endpoints for a 404's message.
+func endpointList() string {
+	var names []string
+	for _, e := range endpoints {
+		names = append(names, e.method+" "+strings.Replace(e.path, "{id...}", "{model}", 1))
+	}
+	return strings.Join(names, ", ")
 }
 
 // Template returns the chat template of a model (nil if not served).
@@ -78,10 +103,30 @@ func (h *Handler) models(w http.ResponseWriter, r *http.Request) {
 	}
 	list := ModelList{Object: "list", Data: []ModelObject{}}
 	for _, m := range h.gw.Models() {
-		list.Data = append(list.Data, ModelObject{ID: m.Name, Object: "model", Created: m.Created, OwnedBy: "swarm"})
+		list.Data = append(list.Data, modelObject(m))
 	}
 	w.Header().Set("Content-Type", "application/json")
 	_ = json.NewEncoder(w).Encode(list)
+}
+
+// model answers GET /v1/models/{id}: one model object, or 404
+// model_not_found.
+func (h *Handler) model(w http.ResponseWriter, r *http.Request) {
+	if _, err := h.gw.Authenticate(r); err != nil {
+		h.writeError(w, err)
+		return
+	}
+	m, err := h.gw.Model(r.PathValue("id"))
+	if err != nil {
+		h.writeError(w, err)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(modelObject(m))
+}
+
+func modelObject(m ingress.Model) ModelObject {
+	return ModelObject{ID: m.Name, Object: "model", Created: m.Created, OwnedBy: "swarm"}
 }
 
 // decode reads a JSON request body of at most h.maxBody bytes into v.
