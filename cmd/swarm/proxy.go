@@ -85,6 +85,7 @@ type proxyOptions struct {
 	servers    []string
 	replicas   []string
 	apiKeys    string
+	cors       []string
 	refresh    time.Duration
 	maxRetries int
 	logLevel   string
@@ -125,6 +126,7 @@ func newProxyCmd() *cobra.Command {
 	o.reg.AddFlags(f)
 	f.DurationVar(&o.wait, "wait", o.wait, "with --bootstrap: how long to wait for a bootstrap peer at start")
 	f.StringVar(&o.apiKeys, "api-keys", "", "file of accepted API keys, one per line with an optional name after it; requests then need \"Authorization: Bearer KEY\" (none needed without this flag)")
+	f.StringSliceVar(&o.cors, "cors-origins", nil, "comma-separated origins (scheme://host[:port], or *) whose browser apps may call the API cross-origin (none without this flag)")
 	f.DurationVar(&o.refresh, "refresh", ingress.DefaultRefresh, "how long the servers' probed state (/v1/info) is reused for routing before it is probed again")
 	f.IntVar(&o.maxRetries, "max-retries", ingress.DefaultMaxRetries, "how many times a request whose route failed is routed again and resumed")
 	f.DurationVar(&o.stepTimeout, "step-timeout", client.DefaultStepTimeout, "how long a block server may take to answer one step before the client fails over")
@@ -275,6 +277,9 @@ func runProxy(ctx context.Context, out, errOut io.Writer, o proxyOptions) error 
 	h, err := newProxyHandler(gw)
 	if err != nil {
 		return err
+	}
+	if h, err = openai.CORS(o.cors, h); err != nil {
+		return fmt.Errorf("%w: --cors-origins: %w", errUsage, err)
 	}
 	ln, err := net.Listen("tcp", o.listen)
 	if err != nil {
