@@ -10,6 +10,7 @@ import (
 	"math"
 	mrand "math/rand/v2"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 
@@ -155,8 +156,8 @@ func (h *Handler) settings(r *http.Request, c common, api, account string) (ingr
 	if c.N != nil && *c.N != 1 {
 		return req, badParam("n", fmt.Sprintf("n = %d is not supported: this API generates one choice (n = 1)", *c.N))
 	}
-	if l := strings.TrimSpace(string(c.Logprobs)); l != "" && l != "null" && l != "false" {
-		return req, badParam("logprobs", "logprobs are not supported")
+	if l := strings.TrimSpace(string(c.Logprobs)); set(c.Logprobs) && l != "false" {
+		return req, unsupported("logprobs", "log probabilities are not returned")
 	}
 	temp := 1.0
 	if c.Temperature != nil {
@@ -185,6 +186,17 @@ func (h *Handler) settings(r *http.Request, c common, api, account string) (ingr
 		}
 		req.Sampler.RepetitionPenalty = *c.RepetitionPenalty
 	}
+	if err := h.penalties(c, &req.Sampler); err != nil {
+		return req, err
+	}
+	if f := strings.TrimSpace(string(c.ResponseFormat)); f != "" && f != "null" {
+		var rf struct {
+			Type string `json:"type"`
+		}
+		if err := json.Unmarshal(c.ResponseFormat, &rf); err != nil || rf.Type != "text" {
+			return req, unsupported("response_format", fmt.Sprintf("%s asks for constrained output; only {\"type\": \"text\"} is served", f))
+		}
+	}
 	if c.Seed != nil {
 		req.Sampler.Seed, req.Seeded = uint64(*c.Seed), true
 	} else {
@@ -197,6 +209,50 @@ func (h *Handler) settings(r *http.Request, c common, api, account string) (ingr
 	req.Stop = stop
 	req.Providers = providers(r.Header.Get(ProvidersHeader), c.SwarmProviders)
 	return req, nil
+}
+
+// penalties reads presence_penalty, frequency_penalty and logit_bias into
+// cfg; a token id of logit_bias must be in the model's vocabulary.
+func (h *Handler) penalties(c common, cfg *blocks.SamplerConfig) error {
+	for _, p := range []struct {
+		name string
+		v    *float64
+		dst  *float64
+	}{{"presence_penalty", c.PresencePenalty, &cfg.PresencePenalty}, {"frequency_penalty", c.FrequencyPenalty, &cfg.FrequencyPenalty}} {
+		if p.v == nil {
+			continue
+		}
+		if !(*p.v >= -2 && *p.v <= 2) {
+			return badParam(p.name, fmt.Sprintf("%s %g, want -2 to 2", p.name, *p.v))
+		}
+		*p.dst = *p.v
+	}
+	if len(c.LogitBias) == 0 {
+		return nil
+	}
+	m, err := h.gw.Model(c.Model)
+	if err != nil {
+		return err
+	}
+	vocab := m.Head.Info().Vocab
+	cfg.LogitBias = make(map[int]float64, len(c.LogitBias))
+	for k, b := range c.LogitBias {
+		id, err := strconv.Atoi(k)
+		if err != nil || id < 0 || id >= vocab {
+			return badParam("logit_bias", fmt.Sprintf("logit_bias key %q, want a token id 0 to %d", k, vocab-1))
+		}
+		if !(b >= -100 && b <= 100) {
+			return badParam("logit_bias", fmt.Sprintf("logit_bias %g for token %d, want -100 to 100", b, id))
+		}
+		cfg.LogitBias[id] = b
+	}
+	return nil
+}
+
+// set reports whether a raw field was given a value (not absent, not null).
+func set(raw json.RawMessage) bool {
+	s := strings.TrimSpace(string(raw))
+	return s != "" && s != "null"
 }
 
 // stops reads "stop": null, a string or an array of at most 4 strings.
@@ -328,8 +384,8 @@ func (h *Handler) chat(w http.ResponseWriter, r *http.Request) {
 		h.writeError(w, err)
 		return
 	}
-	if t := strings.TrimSpace(string(body.Tools)); t != "" && t != "null" && t != "[]" {
-		h.writeError(w, badParam("tools", "tools are not supported"))
+	if err := unimplemented(body); err != nil {
+		h.writeError(w, err)
 		return
 	}
 	if len(body.Messages) == 0 {
@@ -375,6 +431,42 @@ func (h *Handler) chat(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	h.run(w, r, req, body.Stream, body.StreamOptions, true)
+}
+
+// unimplemented refuses the chat fields of features this API lacks (tool
+// and function calling, log probabilities, audio, predicted outputs, web
+// search, reasoning effort), naming the first one set.
+func unimplemented(body ChatRequest) error {
+	if t := strings.TrimSpace(string(body.Tools)); set(body.Tools) && t != "[]" {
+		return unsupported("tools", "tool calling is not implemented")
+	}
+	if tc := strings.TrimSpace(string(body.ToolChoice)); set(body.ToolChoice) && tc != `"none"` {
+		return unsupported("tool_choice", "tool calling is not implemented (only \"none\")")
+	}
+	for _, f := range []struct {
+		name, why string
+		raw       json.RawMessage
+	}{
+		{"parallel_tool_calls", "tool calling is not implemented", body.ParallelToolCalls},
+		{"functions", "function calling is not implemented", body.Functions},
+		{"function_call", "function calling is not implemented", body.FunctionCall},
+		{"top_logprobs", "log probabilities are not returned", body.TopLogprobs},
+		{"audio", "this API serves text only", body.Audio},
+		{"prediction", "predicted outputs are not implemented", body.Prediction},
+		{"web_search_options", "web search is not implemented", body.WebSearchOptions},
+		{"reasoning_effort", "the models served are not reasoning models", body.ReasoningEffort},
+	} {
+		if set(f.raw) {
+			return unsupported(f.name, f.why)
+		}
+	}
+	if set(body.Modalities) {
+		var m []string
+		if err := json.Unmarshal(body.Modalities, &m); err != nil || len(m) != 1 || m[0] != "text" {
+			return unsupported("modalities", "this API serves text only ([\"text\"])")
+		}
+	}
+	return nil
 }
 
 // run generates and answers: one JSON response, or a stream of
