@@ -33,11 +33,12 @@ LM head, tokenizer), finds the model's servers (block servers hosting spans,
 and full-range replicas of an OpenAI-compatible engine registered with
 "swarm serve --full-range"), and serves:
 
-  GET  /v1/models              OpenAI: the models served
+  GET  /v1/models[/{model}]    OpenAI: the models served (or one)
   POST /v1/completions         OpenAI: text completion (stream: true for SSE)
   POST /v1/chat/completions    OpenAI: chat completion (stream: true for SSE)
   GET  /api/v2/generate        websocket, the PETALS chat protocol
                                (open_inference_session, then generate)
+  POST /api/v1/generate        PETALS chat HTTP API: one generation
   GET  /api/v1/state           JSON: per model, block coverage, servers with
                                span, tau, throughput, load, state; health
   GET  /api/v1/usage           JSON: the calling API key's usage
@@ -159,6 +160,7 @@ func newProxyHandler(gw *ingress.Gateway) (http.Handler, error) {
 	mux := http.NewServeMux()
 	mux.Handle("/v1/", oa)
 	mux.Handle(petals.Path, petals.New(gw))
+	mux.Handle(petals.HTTPPath, petals.New(gw))
 	mux.Handle("GET /api/v1/state", gw.StateHandler())
 	mux.HandleFunc("GET /api/v1/usage", func(w http.ResponseWriter, r *http.Request) {
 		acct, err := gw.Authenticate(r)
