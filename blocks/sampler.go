@@ -40,8 +40,21 @@ type SamplerConfig struct {
 	// it); nil is off. Ids must be >= 0 (and < the vocabulary size, which
 	// Sample checks) and biases in [-100, 100].
 	LogitBias map[int]float64
+	// Constraint, when set, masks the tokens that may not come next
+	// (constrained decoding, e.g. output that must be JSON); nil allows
+	// all. It is stateful: one per completion.
+	Constraint Constraint
 	// Seed seeds the PCG generator (math/rand/v2) of temperature sampling.
 	Seed uint64
+}
+
+// Constraint restricts which tokens a Sampler may draw next. It is used by
+// one goroutine at a time.
+type Constraint interface {
+	// Allowed reports whether token id may come next.
+	Allowed(id int) bool
+	// Accept advances the constraint past the drawn token id.
+	Accept(id int)
 }
 
 // Validate returns an error wrapping ErrArgument naming the first setting out
@@ -89,7 +102,8 @@ func NewSampler(cfg SamplerConfig) (*Sampler, error) {
 // Sample returns the next token id given logits [Vocab] and the ids seen so
 // far (prompt and generated; used only by the repetition penalty), and
 // counts it as drawn (for the presence and frequency penalties: one
-// Sampler per completion). logits is not modified. It returns an error
+// Sampler per completion); with a Constraint, only allowed tokens are
+// drawn, and the drawn one is accepted. logits is not modified. It returns an error
 // wrapping ErrArgument for empty or NaN logits, or a logit bias outside
 // the vocabulary.
 func (s *Sampler) Sample(logits []float32, history []int) (int, error) {
@@ -105,8 +119,24 @@ func (s *Sampler) Sample(logits []float32, history []int) (int, error) {
 	if err := s.adjust(l, history); err != nil {
 		return 0, err
 	}
+	if c := s.cfg.Constraint; c != nil {
+		allowed := false
+		for i := range l {
+			if !c.Allowed(i) {
+				l[i] = float32(math.Inf(-1))
+			} else {
+				allowed = true
+			}
+		}
+		if !allowed {
+			return 0, fmt.Errorf("%w: the constraint allows no token", ErrArgument)
+		}
+	}
 	next := s.draw(l)
 	s.drawn[next]++
+	if c := s.cfg.Constraint; c != nil {
+		c.Accept(next)
+	}
 	return next, nil
 }
 

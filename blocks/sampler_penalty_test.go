@@ -82,3 +82,37 @@ func TestSamplerPenaltiesValidate(t *testing.T) {
 	_, err = s.Sample([]float32{1, 2, 3}, nil)
 	require.ErrorIs(t, err, ErrArgument, "token 3 is outside a vocabulary of 3")
 }
+
+// evenOnly allows even token ids and records what it accepted.
+type evenOnly struct{ accepted []int }
+
+func (c *evenOnly) Allowed(id int) bool { return id%2 == 0 }
+func (c *evenOnly) Accept(id int)       { c.accepted = append(c.accepted, id) }
+
+// TestSamplerConstraint: disallowed tokens are never drawn, greedy or
+// sampled, and each draw is accepted.
+func TestSamplerConstraint(t *testing.T) {
+	c := &evenOnly{}
+	s, err := NewSampler(SamplerConfig{Constraint: c})
+	require.NoError(t, err)
+	next, err := s.Sample([]float32{0, 5, 1, 3}, nil)
+	require.NoError(t, err)
+	require.Equal(t, 2, next, "1 and 3 are masked; 1 > 0")
+	s, err = NewSampler(SamplerConfig{Constraint: c, Temperature: 1, Seed: 1})
+	require.NoError(t, err)
+	for range 50 {
+		next, err := s.Sample([]float32{0, 9, 0, 9}, nil)
+		require.NoError(t, err)
+		require.Zero(t, next%2)
+	}
+	require.Len(t, c.accepted, 51)
+	none, err := NewSampler(SamplerConfig{Constraint: allowNone{}})
+	require.NoError(t, err)
+	_, err = none.Sample([]float32{1, 2}, nil)
+	require.ErrorIs(t, err, ErrArgument)
+}
+
+type allowNone struct{}
+
+func (allowNone) Allowed(int) bool { return false }
+func (allowNone) Accept(int)       {}
