@@ -33,7 +33,7 @@ func (s *replicaSession) close() error { return nil }
 // engine (https://platform.openai.com/docs/api-reference/completions/create);
 // top_k and repetition_penalty are the extensions vLLM, SGLang and
 // llama.cpp's server accept, sent only when set, as are the OpenAI
-// penalties and logit_bias.
+// penalties, logit_bias and response_format.
 type completionRequest struct {
 	Model             string          `json:"model"`
 	Prompt            string          `json:"prompt"`
@@ -45,10 +45,15 @@ type completionRequest struct {
 	PresencePenalty   float64         `json:"presence_penalty,omitempty"`
 	FrequencyPenalty  float64         `json:"frequency_penalty,omitempty"`
 	LogitBias         map[int]float64 `json:"logit_bias,omitempty"`
+	ResponseFormat    any             `json:"response_format,omitempty"`
 	Seed              *uint64         `json:"seed,omitempty"`
 	Stream            bool            `json:"stream"`
 	StreamOptions     map[string]any  `json:"stream_options,omitempty"`
 }
+
+// formatted is a sampling constraint (blocks.Constraint) that an engine can
+// apply itself, named by an OpenAI response_format sent to replicas.
+type formatted interface{ ResponseFormat() any }
 
 // completionChunk is one server-sent event of a streamed completion.
 type completionChunk struct {
@@ -83,6 +88,13 @@ func (s *replicaSession) run(ctx context.Context, in input, maxTokens int, sp sa
 	}
 	if sp.seeded {
 		req.Seed = &sp.cfg.Seed
+	}
+	if c := sp.cfg.Constraint; c != nil {
+		f, ok := c.(formatted)
+		if !ok {
+			return out, fmt.Errorf("%w: replica %s cannot apply this sampling constraint", ErrBadRequest, s.c.Endpoint.Inference)
+		}
+		req.ResponseFormat = f.ResponseFormat()
 	}
 	body, err := json.Marshal(req)
 	if err != nil {

@@ -74,7 +74,7 @@ async function caught(call) {
 }
 out.retrieveError = await caught(() => client.models.retrieve("no-such-model"));
 out.formatError = await caught(() => client.chat.completions.create({
-  model, messages: [{role: "user", content: ""}], max_tokens: 1, response_format: {type: "json_object"},
+  model, messages: [{role: "user", content: ""}], max_tokens: 1, response_format: {type: "json_schema", json_schema: {name: "x", schema: {type: "object"}}},
 }));
 
 for (const k of ["completion", "chat"]) {

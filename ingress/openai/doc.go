@@ -8,7 +8,9 @@
 // to @huggingface/jinja on the Llama 3, Qwen3 and Gemma 3 templates) and
 // maps errors to OpenAI's error JSON in one function (unknown paths are
 // 404s, other methods 405s, and a parameter it does not implement is a 400
-// naming it, never silently ignored).
+// naming it, never silently ignored). response_format {"type":
+// "json_object"} is served by constrained decoding: tokens that cannot
+// continue a JSON object are masked (jsonmode.go).
 //
 // This package must never import server/, registry/, sim/ or cmd/; it
 // reaches the swarm only through the ingress package.

@@ -193,8 +193,17 @@ func (h *Handler) settings(r *http.Request, c common, api, account string) (ingr
 		var rf struct {
 			Type string `json:"type"`
 		}
-		if err := json.Unmarshal(c.ResponseFormat, &rf); err != nil || rf.Type != "text" {
-			return req, unsupported("response_format", fmt.Sprintf("%s asks for constrained output; only {\"type\": \"text\"} is served", f))
+		err := json.Unmarshal(c.ResponseFormat, &rf)
+		switch {
+		case err == nil && rf.Type == "text":
+		case err == nil && rf.Type == "json_object":
+			m, err := h.gw.Model(c.Model)
+			if err != nil {
+				return req, err
+			}
+			req.Sampler.Constraint = newJSONObject(m.Head.Tokenizer())
+		default:
+			return req, unsupported("response_format", fmt.Sprintf("%s: only {\"type\": \"text\"} and {\"type\": \"json_object\"} are served", f))
 		}
 	}
 	if c.Seed != nil {

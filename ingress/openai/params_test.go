@@ -29,8 +29,8 @@ func TestUnsupportedParameters(t *testing.T) {
 		param  string
 		substr string
 	}{
-		{"json_object", true, map[string]any{"response_format": map[string]any{"type": "json_object"}}, "unsupported_parameter", "response_format", "json_object"},
-		{"json_schema", false, map[string]any{"response_format": map[string]any{"type": "json_schema", "json_schema": map[string]any{"name": "x"}}}, "unsupported_parameter", "response_format", "constrained"},
+		{"json_schema", false, map[string]any{"response_format": map[string]any{"type": "json_schema", "json_schema": map[string]any{"name": "x"}}}, "unsupported_parameter", "response_format", "json_schema"},
+		{"response_format string", true, map[string]any{"response_format": "json"}, "unsupported_parameter", "response_format", `only {"type": "text"} and {"type": "json_object"}`},
 		{"tools", true, map[string]any{"tools": tool}, "unsupported_parameter", "tools", "tool calling"},
 		{"tool_choice", true, map[string]any{"tool_choice": "auto"}, "unsupported_parameter", "tool_choice", "tool calling"},
 		{"parallel_tool_calls", true, map[string]any{"parallel_tool_calls": false}, "unsupported_parameter", "parallel_tool_calls", "tool calling"},
@@ -131,4 +131,45 @@ func TestPenaltiesThroughTheChain(t *testing.T) {
 		require.NotEqual(t, ref, a, p)
 		require.Equal(t, a, complete(map[string]any{p: 2, "max_tokens": 200}).Choices[0].Text, p)
 	}
+}
+
+// TestJSONObjectMode: response_format {"type": "json_object"} constrains
+// decoding over the chain: sampled or greedy, chat or completion, the text
+// is a prefix of a JSON object (max_tokens cuts it here: a 260K-parameter
+// story model writes long strings); with "}" favoured by logit_bias the
+// object closes at once, "{}", and the model must end there (finish_reason
+// stop).
+func TestJSONObjectMode(t *testing.T) {
+	hs, _ := startAPI(t, ingresstest.StartChain(t), nil)
+	format := map[string]any{"type": "json_object"}
+	for _, temp := range []float64{0, 1} {
+		resp := post(t, hs.URL+"/v1/chat/completions", map[string]any{"model": "stories260K", "messages": []any{map[string]any{"role": "user", "content": "Lily"}},
+			"temperature": temp, "seed": 5, "max_tokens": 60, "response_format": format}, nil)
+		require.Equal(t, http.StatusOK, resp.StatusCode)
+		var c openai.ChatCompletion
+		require.NoError(t, json.NewDecoder(resp.Body).Decode(&c))
+		text := c.Choices[0].Message.Content
+		prefix, _ := openai.JSONObjectPrefix(text)
+		require.True(t, prefix, "temperature %g: %q", temp, text)
+		require.True(t, strings.HasPrefix(text, "{"), "%q", text)
+		require.Greater(t, len(text), 20)
+	}
+
+	tok := ingresstest.Head(t).Tokenizer()
+	brace := -1
+	for id := range tok.VocabSize() {
+		if tok.Decode(-1, id) == "}" {
+			brace = id
+		}
+	}
+	require.NotEqual(t, -1, brace, "the vocabulary has a \"}\" piece")
+	resp := post(t, hs.URL+"/v1/completions", map[string]any{"model": "stories260K", "prompt": "Once", "temperature": 0, "max_tokens": 50,
+		"response_format": format, "logit_bias": map[string]any{strconv.Itoa(brace): 100}}, nil)
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	var c openai.Completion
+	require.NoError(t, json.NewDecoder(resp.Body).Decode(&c))
+	require.Equal(t, "{}", c.Choices[0].Text)
+	require.Equal(t, "stop", *c.Choices[0].FinishReason)
+	var obj map[string]any
+	require.NoError(t, json.Unmarshal([]byte(c.Choices[0].Text), &obj))
 }

@@ -36,7 +36,8 @@ type common struct {
 	PresencePenalty  *float64           `json:"presence_penalty"`
 	FrequencyPenalty *float64           `json:"frequency_penalty"`
 	LogitBias        map[string]float64 `json:"logit_bias"`
-	// ResponseFormat is accepted only as {"type": "text"}.
+	// ResponseFormat is {"type": "text"} or {"type": "json_object"}
+	// (constrained decoding, jsonmode.go); json_schema is refused.
 	ResponseFormat json.RawMessage `json:"response_format"`
 	// Extensions accepted by vLLM, SGLang and llama.cpp's server too.
 	TopK              *int     `json:"top_k"`
