@@ -24,18 +24,14 @@ func TestCORS(t *testing.T) {
 	t.Cleanup(hs.Close)
 
 	do := func(method, path, origin string, header map[string]string, body string) *http.Response {
-		req, err := http.NewRequest(method, hs.URL+path, strings.NewReader(body))
-		require.NoError(t, err)
-		if origin != "" {
-			req.Header.Set("Origin", origin)
-		}
+		h := map[string]string{}
 		for k, v := range header {
-			req.Header.Set(k, v)
+			h[k] = v
 		}
-		resp, err := http.DefaultClient.Do(req)
-		require.NoError(t, err)
-		t.Cleanup(func() { resp.Body.Close() })
-		return resp
+		if origin != "" {
+			h["Origin"] = origin
+		}
+		return send(t, method, hs.URL+path, strings.NewReader(body), h)
 	}
 	preflight := map[string]string{"Access-Control-Request-Method": "POST", "Access-Control-Request-Headers": "authorization, content-type, x-stainless-os"}
 	tests := []struct {

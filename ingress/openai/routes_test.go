@@ -34,11 +34,7 @@ func TestRoutes(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.method+" "+tt.path, func(t *testing.T) {
-			req, err := http.NewRequest(tt.method, hs.URL+tt.path, nil)
-			require.NoError(t, err)
-			resp, err := http.DefaultClient.Do(req)
-			require.NoError(t, err)
-			defer resp.Body.Close()
+			resp := send(t, tt.method, hs.URL+tt.path, nil, nil)
 			require.Equal(t, tt.status, resp.StatusCode)
 			require.Equal(t, "application/json", resp.Header.Get("Content-Type"))
 			require.Equal(t, tt.allow, resp.Header.Get("Allow"))
