@@ -49,9 +49,13 @@ var sentinels = []error{ErrBadRequest, ErrNotFound, ErrMethodNotAllowed, ingress
 	ingress.ErrUnknownModel, ingress.ErrNoRoute, ingress.ErrUpstream, ingress.ErrMaxLength}
 
 // message is err's text without leading sentinel prefixes ("openai: bad
-// request: ").
+// request: ") and without this package's name ("openai: chat template: "
+// reads "chat template: ").
 func message(err error) string {
 	msg := err.Error()
+	if rest, ok := strings.CutPrefix(msg, "openai: "); ok && errors.Is(err, ErrTemplate) {
+		return rest
+	}
 	for trimmed := true; trimmed; {
 		trimmed = false
 		for _, s := range sentinels {
