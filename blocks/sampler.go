@@ -25,8 +25,36 @@ type SamplerConfig struct {
 	// 2019, CTRL, eq. in Sec. 4.1, as Hugging Face applies it); 0 or 1 is
 	// off. Must be >= 0.
 	RepetitionPenalty float64
+	// PresencePenalty is subtracted once from the logit of every token the
+	// sampler has drawn before (OpenAI's presence_penalty: mu[j] -=
+	// alpha_presence * 1[c[j] > 0], c[j] counting this sampler's draws, not
+	// the prompt); 0 is off. OpenAI's range is [-2, 2]; must be finite.
+	PresencePenalty float64
+	// FrequencyPenalty is subtracted from the logit of every token once per
+	// time the sampler has drawn it (OpenAI's frequency_penalty: mu[j] -=
+	// alpha_frequency * c[j]); 0 is off. OpenAI's range is [-2, 2]; must be
+	// finite.
+	FrequencyPenalty float64
+	// LogitBias is added to the logits of the given token ids before
+	// sampling (OpenAI's logit_bias; -100 bans a token, 100 all but forces
+	// it); nil is off. Ids must be >= 0 (and < the vocabulary size, which
+	// Sample checks) and biases in [-100, 100].
+	LogitBias map[int]float64
+	// Constraint, when set, masks the tokens that may not come next
+	// (constrained decoding, e.g. output that must be JSON); nil allows
+	// all. It is stateful: one per completion.
+	Constraint Constraint
 	// Seed seeds the PCG generator (math/rand/v2) of temperature sampling.
 	Seed uint64
+}
+
+// Constraint restricts which tokens a Sampler may draw next. It is used by
+// one goroutine at a time.
+type Constraint interface {
+	// Allowed reports whether token id may come next.
+	Allowed(id int) bool
+	// Accept advances the constraint past the drawn token id.
+	Accept(id int)
 }
 
 // Validate returns an error wrapping ErrArgument naming the first setting out
@@ -41,6 +69,15 @@ func (c SamplerConfig) Validate() error {
 		return fmt.Errorf("%w: top-p %g, want 0..1 (0 or 1 = off)", ErrArgument, c.TopP)
 	case !(c.RepetitionPenalty >= 0) || math.IsInf(c.RepetitionPenalty, 0):
 		return fmt.Errorf("%w: repetition penalty %g, want >= 0 (1 = off)", ErrArgument, c.RepetitionPenalty)
+	case math.IsNaN(c.PresencePenalty) || math.IsInf(c.PresencePenalty, 0):
+		return fmt.Errorf("%w: presence penalty %g, want a finite number (0 = off)", ErrArgument, c.PresencePenalty)
+	case math.IsNaN(c.FrequencyPenalty) || math.IsInf(c.FrequencyPenalty, 0):
+		return fmt.Errorf("%w: frequency penalty %g, want a finite number (0 = off)", ErrArgument, c.FrequencyPenalty)
+	}
+	for id, b := range c.LogitBias {
+		if id < 0 || !(b >= -100 && b <= 100) {
+			return fmt.Errorf("%w: logit bias %g for token %d, want a token id >= 0 and a bias in [-100, 100]", ErrArgument, b, id)
+		}
 	}
 	return nil
 }
@@ -49,6 +86,9 @@ func (c SamplerConfig) Validate() error {
 type Sampler struct {
 	cfg SamplerConfig
 	rng *rand.Rand
+	// drawn counts the tokens Sample has returned, for the presence and
+	// frequency penalties.
+	drawn map[int]int
 }
 
 // NewSampler validates cfg and returns a sampler seeded with cfg.Seed.
@@ -56,22 +96,57 @@ func NewSampler(cfg SamplerConfig) (*Sampler, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	return &Sampler{cfg: cfg, rng: rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0x9e3779b97f4a7c15))}, nil
+	return &Sampler{cfg: cfg, rng: rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0x9e3779b97f4a7c15)), drawn: map[int]int{}}, nil
 }
 
 // Sample returns the next token id given logits [Vocab] and the ids seen so
-// far (prompt and generated; used only by the repetition penalty). logits is
-// not modified. It returns an error wrapping ErrArgument for empty or NaN
-// logits.
+// far (prompt and generated; used only by the repetition penalty), and
+// counts it as drawn (for the presence and frequency penalties: one
+// Sampler per completion); with a Constraint, only allowed tokens are
+// drawn, and the drawn one is accepted. logits is not modified. It returns an error
+// wrapping ErrArgument for empty or NaN logits, or a logit bias outside
+// the vocabulary.
 func (s *Sampler) Sample(logits []float32, history []int) (int, error) {
-	n := len(logits)
-	if n == 0 {
+	if len(logits) == 0 {
 		return 0, fmt.Errorf("%w: no logits to sample from", ErrArgument)
 	}
 	l := slices.Clone(logits)
 	for i, v := range l {
 		if v != v {
 			return 0, fmt.Errorf("%w: logit %d is NaN", ErrArgument, i)
+		}
+	}
+	if err := s.adjust(l, history); err != nil {
+		return 0, err
+	}
+	if c := s.cfg.Constraint; c != nil {
+		allowed := false
+		for i := range l {
+			if !c.Allowed(i) {
+				l[i] = float32(math.Inf(-1))
+			} else {
+				allowed = true
+			}
+		}
+		if !allowed {
+			return 0, fmt.Errorf("%w: the constraint allows no token", ErrArgument)
+		}
+	}
+	next := s.draw(l)
+	s.drawn[next]++
+	if c := s.cfg.Constraint; c != nil {
+		c.Accept(next)
+	}
+	return next, nil
+}
+
+// adjust applies the repetition penalty, the presence and frequency
+// penalties and the logit bias to the logits l, in that order.
+func (s *Sampler) adjust(l []float32, history []int) error {
+	n := len(l)
+	for id := range s.cfg.LogitBias {
+		if id >= n {
+			return fmt.Errorf("%w: logit bias for token %d, outside the vocabulary of %d", ErrArgument, id, n)
 		}
 	}
 	if r := float32(s.cfg.RepetitionPenalty); r != 0 && r != 1 {
@@ -88,8 +163,25 @@ func (s *Sampler) Sample(logits []float32, history []int) (int, error) {
 			}
 		}
 	}
+	if s.cfg.PresencePenalty != 0 || s.cfg.FrequencyPenalty != 0 {
+		for id, c := range s.drawn {
+			if id >= 0 && id < n {
+				l[id] -= float32(s.cfg.PresencePenalty + s.cfg.FrequencyPenalty*float64(c))
+			}
+		}
+	}
+	for id, b := range s.cfg.LogitBias {
+		l[id] += float32(b)
+	}
+	return nil
+}
+
+// draw picks a token from adjusted logits l (modified): greedy at
+// temperature 0, else top-k, softmax and top-p.
+func (s *Sampler) draw(l []float32) int {
+	n := len(l)
 	if s.cfg.Temperature == 0 {
-		return argmax(l), nil
+		return argmax(l)
 	}
 	for i := range l {
 		l[i] /= float32(s.cfg.Temperature)
@@ -100,9 +192,9 @@ func (s *Sampler) Sample(logits []float32, history []int) (int, error) {
 	softmax(l)
 	coin := s.rng.Float32()
 	if p := s.cfg.TopP; p > 0 && p < 1 {
-		return sampleTopP(l, float32(p), coin), nil
+		return sampleTopP(l, float32(p), coin)
 	}
-	return sampleMult(l, coin), nil
+	return sampleMult(l, coin)
 }
 
 // argmax returns the index of the largest value, the lowest index on ties.

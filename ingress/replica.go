@@ -32,19 +32,28 @@ func (s *replicaSession) close() error { return nil }
 // completionRequest is the request body of POST /v1/completions sent to an
 // engine (https://platform.openai.com/docs/api-reference/completions/create);
 // top_k and repetition_penalty are the extensions vLLM, SGLang and
-// llama.cpp's server accept, sent only when set.
+// llama.cpp's server accept, sent only when set, as are the OpenAI
+// penalties, logit_bias and response_format.
 type completionRequest struct {
-	Model             string         `json:"model"`
-	Prompt            string         `json:"prompt"`
-	MaxTokens         int            `json:"max_tokens"`
-	Temperature       float64        `json:"temperature"`
-	TopP              float64        `json:"top_p,omitempty"`
-	TopK              int            `json:"top_k,omitempty"`
-	RepetitionPenalty float64        `json:"repetition_penalty,omitempty"`
-	Seed              *uint64        `json:"seed,omitempty"`
-	Stream            bool           `json:"stream"`
-	StreamOptions     map[string]any `json:"stream_options,omitempty"`
+	Model             string          `json:"model"`
+	Prompt            string          `json:"prompt"`
+	MaxTokens         int             `json:"max_tokens"`
+	Temperature       float64         `json:"temperature"`
+	TopP              float64         `json:"top_p,omitempty"`
+	TopK              int             `json:"top_k,omitempty"`
+	RepetitionPenalty float64         `json:"repetition_penalty,omitempty"`
+	PresencePenalty   float64         `json:"presence_penalty,omitempty"`
+	FrequencyPenalty  float64         `json:"frequency_penalty,omitempty"`
+	LogitBias         map[int]float64 `json:"logit_bias,omitempty"`
+	ResponseFormat    any             `json:"response_format,omitempty"`
+	Seed              *uint64         `json:"seed,omitempty"`
+	Stream            bool            `json:"stream"`
+	StreamOptions     map[string]any  `json:"stream_options,omitempty"`
 }
+
+// formatted is a sampling constraint (blocks.Constraint) that an engine can
+// apply itself, named by an OpenAI response_format sent to replicas.
+type formatted interface{ ResponseFormat() any }
 
 // completionChunk is one server-sent event of a streamed completion.
 type completionChunk struct {
@@ -71,6 +80,7 @@ func (s *replicaSession) run(ctx context.Context, in input, maxTokens int, sp sa
 	req := completionRequest{
 		Model: s.c.Info.BackendModel, Prompt: prompt, MaxTokens: maxTokens,
 		Temperature: sp.cfg.Temperature, TopP: sp.cfg.TopP, TopK: sp.cfg.TopK,
+		PresencePenalty: sp.cfg.PresencePenalty, FrequencyPenalty: sp.cfg.FrequencyPenalty, LogitBias: sp.cfg.LogitBias,
 		Stream: true, StreamOptions: map[string]any{"include_usage": true},
 	}
 	if sp.cfg.RepetitionPenalty != 1 {
@@ -78,6 +88,13 @@ func (s *replicaSession) run(ctx context.Context, in input, maxTokens int, sp sa
 	}
 	if sp.seeded {
 		req.Seed = &sp.cfg.Seed
+	}
+	if c := sp.cfg.Constraint; c != nil {
+		f, ok := c.(formatted)
+		if !ok {
+			return out, fmt.Errorf("%w: replica %s cannot apply this sampling constraint", ErrBadRequest, s.c.Endpoint.Inference)
+		}
+		req.ResponseFormat = f.ResponseFormat()
 	}
 	body, err := json.Marshal(req)
 	if err != nil {

@@ -1,7 +1,9 @@
 // openai_stream.mjs: the official `openai` npm client against a swarm
 // ingress. It streams a completion and a chat completion (temperature 0,
 // max_tokens from MAX_TOKENS, default 200, from an empty prompt / one
-// empty user message), lists the models and provokes a 404, then prints
+// empty user message), lists the models, retrieves one, and provokes a
+// 404 (an unknown model, created and retrieved) and a 400 (an unsupported
+// response_format), then prints
 // one JSON object with what it received; the Go test
 // (cmd/swarm/proxy_e2e_test.go) asserts on it.
 //
@@ -21,6 +23,7 @@ const out = {};
 
 const models = await client.models.list();
 out.models = models.data.map((m) => m.id);
+out.retrieved = await client.models.retrieve(model);
 
 const comp = await client.completions.create({
   model, prompt: "", max_tokens: maxTokens, temperature: 0, stream: true, stream_options: {include_usage: true},
@@ -59,6 +62,20 @@ try {
 } catch (e) {
   out.error = {status: e.status, code: e.code, type: e.type, param: e.param, message: e.message};
 }
+
+// caught returns the OpenAI error fields of a rejected call.
+async function caught(call) {
+  try {
+    await call();
+    return null;
+  } catch (e) {
+    return {status: e.status, code: e.code, type: e.type, param: e.param, message: e.message};
+  }
+}
+out.retrieveError = await caught(() => client.models.retrieve("no-such-model"));
+out.formatError = await caught(() => client.chat.completions.create({
+  model, messages: [{role: "user", content: ""}], max_tokens: 1, response_format: {type: "json_schema", json_schema: {name: "x", schema: {type: "object"}}},
+}));
 
 for (const k of ["completion", "chat"]) {
   out[k].ids = [...out[k].ids];

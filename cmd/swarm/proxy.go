@@ -33,11 +33,12 @@ LM head, tokenizer), finds the model's servers (block servers hosting spans,
 and full-range replicas of an OpenAI-compatible engine registered with
 "swarm serve --full-range"), and serves:
 
-  GET  /v1/models              OpenAI: the models served
+  GET  /v1/models[/{model}]    OpenAI: the models served (or one)
   POST /v1/completions         OpenAI: text completion (stream: true for SSE)
   POST /v1/chat/completions    OpenAI: chat completion (stream: true for SSE)
   GET  /api/v2/generate        websocket, the PETALS chat protocol
                                (open_inference_session, then generate)
+  POST /api/v1/generate        PETALS chat HTTP API: one generation
   GET  /api/v1/state           JSON: per model, block coverage, servers with
                                span, tau, throughput, load, state; health
   GET  /api/v1/usage           JSON: the calling API key's usage
@@ -85,6 +86,7 @@ type proxyOptions struct {
 	servers    []string
 	replicas   []string
 	apiKeys    string
+	cors       []string
 	refresh    time.Duration
 	maxRetries int
 	logLevel   string
@@ -125,6 +127,7 @@ func newProxyCmd() *cobra.Command {
 	o.reg.AddFlags(f)
 	f.DurationVar(&o.wait, "wait", o.wait, "with --bootstrap: how long to wait for a bootstrap peer at start")
 	f.StringVar(&o.apiKeys, "api-keys", "", "file of accepted API keys, one per line with an optional name after it; requests then need \"Authorization: Bearer KEY\" (none needed without this flag)")
+	f.StringSliceVar(&o.cors, "cors-origins", nil, "comma-separated origins (scheme://host[:port], or *) whose browser apps may call the API cross-origin (none without this flag)")
 	f.DurationVar(&o.refresh, "refresh", ingress.DefaultRefresh, "how long the servers' probed state (/v1/info) is reused for routing before it is probed again")
 	f.IntVar(&o.maxRetries, "max-retries", ingress.DefaultMaxRetries, "how many times a request whose route failed is routed again and resumed")
 	f.DurationVar(&o.stepTimeout, "step-timeout", client.DefaultStepTimeout, "how long a block server may take to answer one step before the client fails over")
@@ -157,6 +160,7 @@ func newProxyHandler(gw *ingress.Gateway) (http.Handler, error) {
 	mux := http.NewServeMux()
 	mux.Handle("/v1/", oa)
 	mux.Handle(petals.Path, petals.New(gw))
+	mux.Handle(petals.HTTPPath, petals.New(gw))
 	mux.Handle("GET /api/v1/state", gw.StateHandler())
 	mux.HandleFunc("GET /api/v1/usage", func(w http.ResponseWriter, r *http.Request) {
 		acct, err := gw.Authenticate(r)
@@ -275,6 +279,9 @@ func runProxy(ctx context.Context, out, errOut io.Writer, o proxyOptions) error 
 	h, err := newProxyHandler(gw)
 	if err != nil {
 		return err
+	}
+	if h, err = openai.CORS(o.cors, h); err != nil {
+		return fmt.Errorf("%w: --cors-origins: %w", errUsage, err)
 	}
 	ln, err := net.Listen("tcp", o.listen)
 	if err != nil {

@@ -151,12 +151,13 @@ func TestProxyOpenAINpm(t *testing.T) {
 			IDs          []string       `json:"ids"`
 			Objects      []string       `json:"objects"`
 		} `json:"chat"`
-		Error struct {
-			Status int    `json:"status"`
-			Code   string `json:"code"`
-			Type   string `json:"type"`
-			Param  string `json:"param"`
-		} `json:"error"`
+		Error     npmError `json:"error"`
+		Retrieved struct {
+			ID     string `json:"id"`
+			Object string `json:"object"`
+		} `json:"retrieved"`
+		RetrieveError npmError `json:"retrieveError"`
+		FormatError   npmError `json:"formatError"`
 	}
 	require.NoError(t, json.Unmarshal(out, &got), "%s", out)
 	require.Equal(t, []string{"stories260K"}, got.Models)
@@ -180,6 +181,19 @@ func TestProxyOpenAINpm(t *testing.T) {
 	require.Equal(t, 404, got.Error.Status)
 	require.Equal(t, "model_not_found", got.Error.Code)
 	require.Equal(t, "model", got.Error.Param)
+
+	require.Equal(t, "stories260K", got.Retrieved.ID)
+	require.Equal(t, "model", got.Retrieved.Object)
+	require.Equal(t, npmError{Status: 404, Code: "model_not_found", Type: "invalid_request_error", Param: "model"}, got.RetrieveError)
+	require.Equal(t, npmError{Status: 400, Code: "unsupported_parameter", Type: "invalid_request_error", Param: "response_format"}, got.FormatError)
+}
+
+// npmError is the OpenAI error fields the npm client reports.
+type npmError struct {
+	Status int    `json:"status"`
+	Code   string `json:"code"`
+	Type   string `json:"type"`
+	Param  string `json:"param"`
 }
 
 // TestPythonClient runs the Python client's pytest suite

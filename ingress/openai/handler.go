@@ -10,6 +10,7 @@ import (
 	"math"
 	mrand "math/rand/v2"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 
@@ -39,7 +40,7 @@ type Handler struct {
 	mux       *http.ServeMux
 }
 
-// New returns the handler of GET /v1/models, POST /v1/completions and POST
+// New returns the handler of GET /v1/models[/{model}], POST /v1/completions and POST
 // /v1/chat/completions for the gateway's models, compiling each model's
 // chat template (the plain fallback when it has none). Errors wrap
 // ErrTemplate naming the model.
@@ -56,13 +57,38 @@ func New(gw *ingress.Gateway) (*Handler, error) {
 		}
 		h.templates[m.Name] = t
 	}
-	h.mux.HandleFunc("GET /v1/models", h.models)
-	h.mux.HandleFunc("POST /v1/completions", h.completions)
-	h.mux.HandleFunc("POST /v1/chat/completions", h.chat)
-	h.mux.HandleFunc("/v1/", func(w http.ResponseWriter, r *http.Request) {
-		h.writeError(w, badParam("path", fmt.Sprintf("%s %s is not an endpoint of this API (GET /v1/models, POST /v1/completions, POST /v1/chat/completions)", r.Method, r.URL.Path)))
+	for _, e := range endpoints {
+		h.mux.HandleFunc(e.method+" "+e.path, e.serve(h))
+		h.mux.HandleFunc(e.path, func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Allow", e.method)
+			h.writeError(w, fmt.Errorf("%w: %s %s (this endpoint serves %s)", ErrMethodNotAllowed, r.Method, r.URL.Path, e.method))
+		})
+	}
+	h.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		h.writeError(w, fmt.Errorf("%w: %s %s is not an endpoint of this API (%s)", ErrNotFound, r.Method, r.URL.Path, endpointList()))
 	})
 	return h, nil
+}
+
+// endpoints are the routes of the API; each path answers other methods
+// with 405 and an Allow header, and any other path is a 404.
+var endpoints = []struct {
+	method, path string
+	serve        func(*Handler) http.HandlerFunc
+}{
+	{"GET", "/v1/models", func(h *Handler) http.HandlerFunc { return h.models }},
+	{"GET", "/v1/models/{id...}", func(h *Handler) http.HandlerFunc { return h.model }},
+	{"POST", "/v1/completions", func(h *Handler) http.HandlerFunc { return h.completions }},
+	{"POST", "/v1/chat/completions", func(h *Handler) http.HandlerFunc { return h.chat }},
+}
+
+// endpointList names the endpoints for a 404's message.
+func endpointList() string {
+	var names []string
+	for _, e := range endpoints {
+		names = append(names, e.method+" "+strings.Replace(e.path, "{id...}", "{model}", 1))
+	}
+	return strings.Join(names, ", ")
 }
 
 // Template returns the chat template of a model (nil if not served).
@@ -78,10 +104,30 @@ func (h *Handler) models(w http.ResponseWriter, r *http.Request) {
 	}
 	list := ModelList{Object: "list", Data: []ModelObject{}}
 	for _, m := range h.gw.Models() {
-		list.Data = append(list.Data, ModelObject{ID: m.Name, Object: "model", Created: m.Created, OwnedBy: "swarm"})
+		list.Data = append(list.Data, modelObject(m))
 	}
 	w.Header().Set("Content-Type", "application/json")
 	_ = json.NewEncoder(w).Encode(list)
+}
+
+// model answers GET /v1/models/{id}: one model object, or 404
+// model_not_found.
+func (h *Handler) model(w http.ResponseWriter, r *http.Request) {
+	if _, err := h.gw.Authenticate(r); err != nil {
+		h.writeError(w, err)
+		return
+	}
+	m, err := h.gw.Model(r.PathValue("id"))
+	if err != nil {
+		h.writeError(w, err)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(modelObject(m))
+}
+
+func modelObject(m ingress.Model) ModelObject {
+	return ModelObject{ID: m.Name, Object: "model", Created: m.Created, OwnedBy: "swarm"}
 }
 
 // decode reads a JSON request body of at most h.maxBody bytes into v.
@@ -110,8 +156,8 @@ func (h *Handler) settings(r *http.Request, c common, api, account string) (ingr
 	if c.N != nil && *c.N != 1 {
 		return req, badParam("n", fmt.Sprintf("n = %d is not supported: this API generates one choice (n = 1)", *c.N))
 	}
-	if l := strings.TrimSpace(string(c.Logprobs)); l != "" && l != "null" && l != "false" {
-		return req, badParam("logprobs", "logprobs are not supported")
+	if l := strings.TrimSpace(string(c.Logprobs)); set(c.Logprobs) && l != "false" {
+		return req, unsupported("logprobs", "log probabilities are not returned")
 	}
 	temp := 1.0
 	if c.Temperature != nil {
@@ -140,6 +186,26 @@ func (h *Handler) settings(r *http.Request, c common, api, account string) (ingr
 		}
 		req.Sampler.RepetitionPenalty = *c.RepetitionPenalty
 	}
+	if err := h.penalties(c, &req.Sampler); err != nil {
+		return req, err
+	}
+	if f := strings.TrimSpace(string(c.ResponseFormat)); f != "" && f != "null" {
+		var rf struct {
+			Type string `json:"type"`
+		}
+		err := json.Unmarshal(c.ResponseFormat, &rf)
+		switch {
+		case err == nil && rf.Type == "text":
+		case err == nil && rf.Type == "json_object":
+			m, err := h.gw.Model(c.Model)
+			if err != nil {
+				return req, err
+			}
+			req.Sampler.Constraint = newJSONObject(m.Head.Tokenizer())
+		default:
+			return req, unsupported("response_format", fmt.Sprintf("%s: only {\"type\": \"text\"} and {\"type\": \"json_object\"} are served", f))
+		}
+	}
 	if c.Seed != nil {
 		req.Sampler.Seed, req.Seeded = uint64(*c.Seed), true
 	} else {
@@ -152,6 +218,50 @@ func (h *Handler) settings(r *http.Request, c common, api, account string) (ingr
 	req.Stop = stop
 	req.Providers = providers(r.Header.Get(ProvidersHeader), c.SwarmProviders)
 	return req, nil
+}
+
+// penalties reads presence_penalty, frequency_penalty and logit_bias into
+// cfg; a token id of logit_bias must be in the model's vocabulary.
+func (h *Handler) penalties(c common, cfg *blocks.SamplerConfig) error {
+	for _, p := range []struct {
+		name string
+		v    *float64
+		dst  *float64
+	}{{"presence_penalty", c.PresencePenalty, &cfg.PresencePenalty}, {"frequency_penalty", c.FrequencyPenalty, &cfg.FrequencyPenalty}} {
+		if p.v == nil {
+			continue
+		}
+		if !(*p.v >= -2 && *p.v <= 2) {
+			return badParam(p.name, fmt.Sprintf("%s %g, want -2 to 2", p.name, *p.v))
+		}
+		*p.dst = *p.v
+	}
+	if len(c.LogitBias) == 0 {
+		return nil
+	}
+	m, err := h.gw.Model(c.Model)
+	if err != nil {
+		return err
+	}
+	vocab := m.Head.Info().Vocab
+	cfg.LogitBias = make(map[int]float64, len(c.LogitBias))
+	for k, b := range c.LogitBias {
+		id, err := strconv.Atoi(k)
+		if err != nil || id < 0 || id >= vocab {
+			return badParam("logit_bias", fmt.Sprintf("logit_bias key %q, want a token id 0 to %d", k, vocab-1))
+		}
+		if !(b >= -100 && b <= 100) {
+			return badParam("logit_bias", fmt.Sprintf("logit_bias %g for token %d, want -100 to 100", b, id))
+		}
+		cfg.LogitBias[id] = b
+	}
+	return nil
+}
+
+// set reports whether a raw field was given a value (not absent, not null).
+func set(raw json.RawMessage) bool {
+	s := strings.TrimSpace(string(raw))
+	return s != "" && s != "null"
 }
 
 // stops reads "stop": null, a string or an array of at most 4 strings.
@@ -283,8 +393,8 @@ func (h *Handler) chat(w http.ResponseWriter, r *http.Request) {
 		h.writeError(w, err)
 		return
 	}
-	if t := strings.TrimSpace(string(body.Tools)); t != "" && t != "null" && t != "[]" {
-		h.writeError(w, badParam("tools", "tools are not supported"))
+	if err := unimplemented(body); err != nil {
+		h.writeError(w, err)
 		return
 	}
 	if len(body.Messages) == 0 {
@@ -330,6 +440,42 @@ func (h *Handler) chat(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	h.run(w, r, req, body.Stream, body.StreamOptions, true)
+}
+
+// unimplemented refuses the chat fields of features this API lacks (tool
+// and function calling, log probabilities, audio, predicted outputs, web
+// search, reasoning effort), naming the first one set.
+func unimplemented(body ChatRequest) error {
+	if t := strings.TrimSpace(string(body.Tools)); set(body.Tools) && t != "[]" {
+		return unsupported("tools", "tool calling is not implemented")
+	}
+	if tc := strings.TrimSpace(string(body.ToolChoice)); set(body.ToolChoice) && tc != `"none"` {
+		return unsupported("tool_choice", "tool calling is not implemented (only \"none\")")
+	}
+	for _, f := range []struct {
+		name, why string
+		raw       json.RawMessage
+	}{
+		{"parallel_tool_calls", "tool calling is not implemented", body.ParallelToolCalls},
+		{"functions", "function calling is not implemented", body.Functions},
+		{"function_call", "function calling is not implemented", body.FunctionCall},
+		{"top_logprobs", "log probabilities are not returned", body.TopLogprobs},
+		{"audio", "this API serves text only", body.Audio},
+		{"prediction", "predicted outputs are not implemented", body.Prediction},
+		{"web_search_options", "web search is not implemented", body.WebSearchOptions},
+		{"reasoning_effort", "the models served are not reasoning models", body.ReasoningEffort},
+	} {
+		if set(f.raw) {
+			return unsupported(f.name, f.why)
+		}
+	}
+	if set(body.Modalities) {
+		var m []string
+		if err := json.Unmarshal(body.Modalities, &m); err != nil || len(m) != 1 || m[0] != "text" {
+			return unsupported("modalities", "this API serves text only ([\"text\"])")
+		}
+	}
+	return nil
 }
 
 // run generates and answers: one JSON response, or a stream of

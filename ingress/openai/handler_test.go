@@ -34,9 +34,18 @@ func post(t *testing.T, url string, body any, header map[string]string) *http.Re
 	t.Helper()
 	b, err := json.Marshal(body)
 	require.NoError(t, err)
-	req, err := http.NewRequest(http.MethodPost, url, bytes.NewReader(b))
+	h := map[string]string{"Content-Type": "application/json"}
+	for k, v := range header {
+		h[k] = v
+	}
+	return send(t, http.MethodPost, url, bytes.NewReader(b), h)
+}
+
+// send sends a request with the given headers and returns the response.
+func send(t *testing.T, method, url string, body io.Reader, header map[string]string) *http.Response {
+	t.Helper()
+	req, err := http.NewRequest(method, url, body)
 	require.NoError(t, err)
-	req.Header.Set("Content-Type", "application/json")
 	for k, v := range header {
 		req.Header.Set(k, v)
 	}

@@ -31,6 +31,14 @@ type common struct {
 	Seed          *int64          `json:"seed"`
 	User          string          `json:"user"`
 	Logprobs      json.RawMessage `json:"logprobs"`
+	// PresencePenalty and FrequencyPenalty are in [-2, 2]; LogitBias maps
+	// token ids (as strings) to a bias in [-100, 100].
+	PresencePenalty  *float64           `json:"presence_penalty"`
+	FrequencyPenalty *float64           `json:"frequency_penalty"`
+	LogitBias        map[string]float64 `json:"logit_bias"`
+	// ResponseFormat is {"type": "text"} or {"type": "json_object"}
+	// (constrained decoding, jsonmode.go); json_schema is refused.
+	ResponseFormat json.RawMessage `json:"response_format"`
 	// Extensions accepted by vLLM, SGLang and llama.cpp's server too.
 	TopK              *int     `json:"top_k"`
 	RepetitionPenalty *float64 `json:"repetition_penalty"`
@@ -54,7 +62,19 @@ type ChatRequest struct {
 	common
 	Messages            []ChatMessageIn `json:"messages"`
 	MaxCompletionTokens *int            `json:"max_completion_tokens"`
-	Tools               json.RawMessage `json:"tools"`
+	// Fields of features this API does not implement: a request that sets
+	// one is refused (400 naming it), never silently served without it.
+	Tools             json.RawMessage `json:"tools"`
+	ToolChoice        json.RawMessage `json:"tool_choice"`
+	ParallelToolCalls json.RawMessage `json:"parallel_tool_calls"`
+	Functions         json.RawMessage `json:"functions"`
+	FunctionCall      json.RawMessage `json:"function_call"`
+	TopLogprobs       json.RawMessage `json:"top_logprobs"`
+	Modalities        json.RawMessage `json:"modalities"`
+	Audio             json.RawMessage `json:"audio"`
+	Prediction        json.RawMessage `json:"prediction"`
+	WebSearchOptions  json.RawMessage `json:"web_search_options"`
+	ReasoningEffort   json.RawMessage `json:"reasoning_effort"`
 }
 
 // ChatMessageIn is a request message; Content is a string or an array of

@@ -34,7 +34,7 @@ type Handler struct {
 	stepTimeout time.Duration
 }
 
-// New returns the handler of Path.
+// New returns the handler of Path and HTTPPath.
 func New(gw *ingress.Gateway) *Handler {
 	return &Handler{gw: gw, stepTimeout: DefaultStepTimeout,
 		up: websocket.Upgrader{CheckOrigin: func(*http.Request) bool { return true }}}
@@ -93,7 +93,12 @@ type conn struct {
 	header  string
 }
 
+// ServeHTTP serves the websocket API at Path and the HTTP API at HTTPPath.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.URL.Path == HTTPPath {
+		h.serveGenerate(w, r)
+		return
+	}
 	account, err := h.gw.Authenticate(r)
 	if err != nil {
 		h.gw.RecordError("petals", ingress.ErrorCode(err))
