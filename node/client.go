@@ -17,7 +17,7 @@ import (
 type Client struct {
 	*client.Client
 	// Member is the client-only member (node and registry replica).
-	Member *ClientNode
+	Member *Member
 	// Candidates lists the model's routable servers from Member's registry.
 	Candidates *Candidates
 }

@@ -4,17 +4,20 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"time"
 
 	"github.com/swarmllm/swarm/registry"
 	"github.com/swarmllm/swarm/swarm/p2p"
 )
 
-// ClientNode is a client-only member of the swarm (a `swarm generate
-// --bootstrap` client or an ingress): a node in DHT client mode and a
-// registry replica that publishes nothing. It advertises itself at
-// p2p.ClientRendezvous so that joining servers measure their RTTs to it.
-type ClientNode struct {
+// Member is a member of the swarm: a node of the node network and its
+// registry replica. JoinClient makes a client-only one (a `swarm generate
+// --bootstrap` client or an ingress: DHT client mode, publishes nothing,
+// advertised at p2p.ClientRendezvous so that joining servers measure their
+// RTTs to it); Join a plain one (`swarm status`, `registry announce`, a
+// full-range replica).
+type Member struct {
 	// Node is the node network member.
 	Node *p2p.Node
 	// Registry is the replica, kept up to date by gossip and anti-entropy.
@@ -28,7 +31,7 @@ type ClientNode struct {
 // (SyncRegistry, bounded by ctx). Close it when done.
 //
 // Errors wrap p2p.ErrBadConfig, registry.ErrBadConfig, or SyncRegistry's.
-func JoinClient(ctx context.Context, pc p2p.Config, rc registry.Config, opts ...p2p.Option) (*ClientNode, error) {
+func JoinClient(ctx context.Context, pc p2p.Config, rc registry.Config, opts ...p2p.Option) (*Member, error) {
 	pc.DHTMode = p2p.DHTModeClient
 	n, err := p2p.New(pc, opts...)
 	if err != nil {
@@ -38,7 +41,7 @@ func JoinClient(ctx context.Context, pc p2p.Config, rc registry.Config, opts ...
 	if err != nil {
 		return nil, errors.Join(err, n.Close())
 	}
-	c := &ClientNode{Node: n, Registry: reg}
+	c := &Member{Node: n, Registry: reg}
 	if err := n.AdvertiseAt(p2p.ClientRendezvous); err != nil {
 		return nil, errors.Join(err, c.Close())
 	}
@@ -50,8 +53,32 @@ func JoinClient(ctx context.Context, pc p2p.Config, rc registry.Config, opts ...
 	return c, nil
 }
 
+// Join starts a member: a p2p node from pc (log, when not nil, receives
+// its logs) and a registry replica with rc's timing. It neither waits for
+// a bootstrap peer nor pulls the registry (SyncRegistry does). Close it
+// when done.
+//
+// Errors wrap p2p.ErrBadConfig, p2p.ErrBadIdentity, p2p.ErrBadSwarmKey,
+// registry.ErrBadConfig, or the node's start errors.
+func Join(pc p2p.Config, rc registry.Config, log *slog.Logger) (*Member, error) {
+	var popts []p2p.Option
+	var ropts []registry.Option
+	if log != nil {
+		popts, ropts = append(popts, p2p.WithLogger(log)), append(ropts, registry.WithLogger(log))
+	}
+	n, err := p2p.New(pc, popts...)
+	if err != nil {
+		return nil, err
+	}
+	reg, err := registry.Join(n, rc, ropts...)
+	if err != nil {
+		return nil, errors.Join(err, n.Close())
+	}
+	return &Member{Node: n, Registry: reg}, nil
+}
+
 // Close stops the registry replica, then the node.
-func (c *ClientNode) Close() error {
+func (c *Member) Close() error {
 	return errors.Join(c.Registry.Close(), c.Node.Close())
 }
 

@@ -29,7 +29,7 @@ func publishServing(t *testing.T, m *member, srv *server.Server, endpoints ...st
 }
 
 // joinClient starts a client-only member bootstrapping from boot.
-func joinClient(t *testing.T, boot *member) *ClientNode {
+func joinClient(t *testing.T, boot *member) *Member {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), p2pTimeout)
 	defer cancel()

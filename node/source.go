@@ -19,7 +19,7 @@ import (
 // routable full-range entries of the model, probed at their advertised
 // http endpoint. It is safe for concurrent use.
 type Source struct {
-	cn   *ClientNode
+	cn   *Member
 	http *http.Client
 }
 
@@ -27,7 +27,7 @@ var _ ingress.Source = (*Source)(nil)
 
 // NewSource returns the registry-backed source of cn; hc (nil: a new
 // client) probes replicas.
-func NewSource(cn *ClientNode, hc *http.Client) *Source {
+func NewSource(cn *Member, hc *http.Client) *Source {
 	if hc == nil {
 		hc = &http.Client{}
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/swarmllm/swarm/node"
 	"github.com/swarmllm/swarm/registry"
 	"github.com/swarmllm/swarm/swarm"
 	"github.com/swarmllm/swarm/swarm/p2p"
@@ -144,19 +145,17 @@ func (o announceOptions) entry() (swarm.ServerInfo, swarm.LifecycleState, error)
 }
 
 func runAnnounce(cmd *cobra.Command, o announceOptions, info swarm.ServerInfo, state swarm.LifecycleState) error {
-	node, reg, err := joinSwarm(o.p2p, o.reg)
+	m, err := node.Join(o.p2p, o.reg, nil)
 	if err != nil {
 		return err
 	}
-	defer func() {
-		_ = reg.Close()
-		_ = node.Close()
-	}()
+	defer m.Close()
+	reg := m.Registry
 	if err := reg.Publish(info, state); err != nil {
 		return err
 	}
 	var addrs []string
-	for _, a := range node.Addrs() {
+	for _, a := range m.Node.Addrs() {
 		addrs = append(addrs, a.String())
 	}
 	line, err := json.Marshal(struct {

@@ -14,7 +14,6 @@ import (
 
 	"github.com/swarmllm/swarm/blocks"
 	"github.com/swarmllm/swarm/node"
-	"github.com/swarmllm/swarm/registry"
 	"github.com/swarmllm/swarm/server"
 	"github.com/swarmllm/swarm/server/fullrange"
 	"github.com/swarmllm/swarm/swarm/p2p"
@@ -149,22 +148,17 @@ func publishReplica(ctx context.Context, logger *slog.Logger, o serveOptions, sr
 	if err := o.reg.Validate(); err != nil {
 		return "", nil, nil, fmt.Errorf("%w: %w", errUsage, err)
 	}
-	n, err := p2p.New(o.p2p, p2p.WithLogger(logger))
+	m, err := node.Join(o.p2p, o.reg, logger)
 	if err != nil {
 		if errors.Is(err, p2p.ErrBadConfig) || errors.Is(err, p2p.ErrBadIdentity) || errors.Is(err, p2p.ErrBadSwarmKey) {
 			return "", nil, nil, fmt.Errorf("%w: %w", errUsage, err)
 		}
 		return "", nil, nil, err
 	}
-	reg, err := registry.Join(n, o.reg, registry.WithLogger(logger))
-	if err != nil {
-		n.Close()
-		return "", nil, nil, err
-	}
+	n, reg := m.Node, m.Registry
 	stop, err := node.PublishReplica(ctx, reg, srv, url, logger)
 	if err != nil {
-		reg.Close()
-		n.Close()
+		m.Close()
 		return "", nil, nil, err
 	}
 	logger.Info("published in the registry", "id", reg.ID(), "addrs", fmt.Sprint(n.Addrs()))
@@ -174,8 +168,7 @@ func publishReplica(ctx context.Context, logger *slog.Logger, o serveOptions, sr
 	}
 	return n.ID().String(), addrs, func() {
 		stop()
-		reg.Close()
-		n.Close()
+		m.Close()
 	}, nil
 }
 

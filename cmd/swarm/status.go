@@ -11,7 +11,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/swarmllm/swarm/node"
-	swarmnode "github.com/swarmllm/swarm/node"
 	"github.com/swarmllm/swarm/registry"
 	"github.com/swarmllm/swarm/swarm/p2p"
 )
@@ -89,15 +88,13 @@ func newStatusCmd() *cobra.Command {
 func runStatus(cmd *cobra.Command, o statusOptions) error {
 	ctx, cancel := context.WithTimeout(cmd.Context(), o.wait)
 	defer cancel()
-	node, reg, err := joinSwarm(o.p2p, o.reg)
+	m, err := node.Join(o.p2p, o.reg, nil)
 	if err != nil {
 		return err
 	}
-	defer func() {
-		_ = reg.Close()
-		_ = node.Close()
-	}()
-	if err := swarmnode.SyncRegistry(ctx, node, reg); err != nil {
+	defer m.Close()
+	reg := m.Registry
+	if err := node.SyncRegistry(ctx, m.Node, reg); err != nil {
 		return fmt.Errorf("status: %w (--wait %v)", err, o.wait)
 	}
 	entries := reg.Snapshot()
@@ -105,20 +102,6 @@ func runStatus(cmd *cobra.Command, o statusOptions) error {
 		return writeStatusJSON(cmd.OutOrStdout(), entries)
 	}
 	return writeStatusTable(cmd.OutOrStdout(), entries)
-}
-
-// joinSwarm starts a node and its registry member.
-func joinSwarm(pc p2p.Config, rc registry.Config) (*p2p.Node, *registry.Registry, error) {
-	node, err := p2p.New(pc)
-	if err != nil {
-		return nil, nil, err
-	}
-	reg, err := registry.Join(node, rc)
-	if err != nil {
-		_ = node.Close()
-		return nil, nil, err
-	}
-	return node, reg, nil
 }
 
 // statusServer is one element of `swarm status --json`.
