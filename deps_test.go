@@ -83,6 +83,7 @@ var depRules = map[string]depRule{
 	"ingress/loadtest":      {never: []string{"ingress", "server", "registry", "node", "sim", "cmd"}},
 	"ingress/ingresstest":   {never: []string{"cmd"}, testOnly: true},
 	"internal/testenv":      {only: []string{}, testOnly: true},
+	"internal/supervise":    {only: []string{}},
 }
 
 type listedPackage struct {

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -10,12 +9,8 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
-	"sync"
-	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -23,6 +18,7 @@ import (
 	"github.com/swarmllm/swarm/blocks"
 	"github.com/swarmllm/swarm/client"
 	"github.com/swarmllm/swarm/hub"
+	"github.com/swarmllm/swarm/internal/supervise"
 	"github.com/swarmllm/swarm/node"
 	"github.com/swarmllm/swarm/registry"
 	"github.com/swarmllm/swarm/swarm/p2p"
@@ -130,10 +126,10 @@ func runDemo(ctx context.Context, out, errOut io.Writer, o demoOptions) (err err
 		return fmt.Errorf("demo: find the swarm binary: %w", err)
 	}
 
-	demoFleet := newDemoFleet(errOut)
+	servers := supervise.NewGroup("server", errOut, "swarm demo: server: ", demoStopTimeout)
 	defer func() {
-		if serr := demoFleet.stop(); serr != nil && err == nil {
-			err = serr
+		if serr := servers.Stop(); serr != nil && err == nil {
+			err = fmt.Errorf("demo: %w", serr)
 		}
 	}()
 	m, err := blocks.Open(paths.Model, blocks.WithTokenizer(paths.Tokenizer))
@@ -154,14 +150,18 @@ func runDemo(ctx context.Context, out, errOut io.Writer, o demoOptions) (err err
 		if i > 0 {
 			args = append(args, "--bootstrap", strings.Join(bootstrap, ","))
 		}
-		c, err := demoFleet.start(ctx, exe, o.startTimeout, args...)
+		c, err := servers.Start(ctx, o.startTimeout, 2, exe, args...)
 		if err != nil {
-			return err
+			return fmt.Errorf("demo: %w", err)
+		}
+		url, span, addrs, err := parseServeReady(c.Ready)
+		if err != nil {
+			return fmt.Errorf("demo: server %d: %w", c.Cmd.Process.Pid, err)
 		}
 		if i == 0 {
-			bootstrap = c.addrs
+			bootstrap = addrs
 		}
-		fmt.Fprintf(errOut, "swarm demo: server blocks %s pid %d %s\n", c.span, c.cmd.Process.Pid, c.url)
+		fmt.Fprintf(errOut, "swarm demo: server blocks %s pid %d %s\n", span, c.Cmd.Process.Pid, url)
 	}
 	return demoGenerate(ctx, out, errOut, paths, bootstrap, sampler, o)
 }
@@ -241,201 +241,20 @@ func demoGenerate(ctx context.Context, out, errOut io.Writer, paths hub.Paths, b
 	return nil
 }
 
-// demoFleet is the demo's child server processes. Children are started from
-// one OS thread that stays locked for the demoFleet's lifetime, so that the
-// Linux parent-death signal (tied to the thread that forked) fires only
-// when the demo process dies, or when stop is done with them.
-type demoFleet struct {
-	errOut   io.Writer
-	children []*child
-	spawn    chan spawnRequest
-	spawned  chan struct{} // closed when the spawner thread is gone
-	stopOnce sync.Once
-	stopErr  error
-}
-
-// child is one server process.
-type child struct {
-	cmd   *exec.Cmd
-	url   string
-	span  string        // hosted blocks, from its registry line
-	addrs []string      // its libp2p addresses, from its registry line
-	done  chan struct{} // closed when the process has been waited for
-	err   error         // its exit status, once done
-}
-
-type spawnRequest struct {
-	cmd *exec.Cmd
-	err chan error
-}
-
-func newDemoFleet(errOut io.Writer) *demoFleet {
-	f := &demoFleet{errOut: errOut, spawn: make(chan spawnRequest), spawned: make(chan struct{})}
-	go func() {
-		runtime.LockOSThread() // never unlocked: the thread ends with the goroutine
-		defer close(f.spawned)
-		for r := range f.spawn {
-			r.err <- r.cmd.Start()
-		}
-	}()
-	return f
-}
-
-// start runs `exe args...` as a child and waits until it prints the
-// `swarm serve` ready lines (the URL, then its registry line).
-func (f *demoFleet) start(ctx context.Context, exe string, timeout time.Duration, args ...string) (*child, error) {
-	ready := &readyWriter{line: make(chan string, 2), n: 2}
-	var stderr bytes.Buffer
-	cmd := exec.Command(exe, args...)
-	cmd.Stdout = ready
-	cmd.Stderr = io.MultiWriter(&stderr, &prefixWriter{w: f.errOut, prefix: "swarm demo: server: "})
-	cmd.SysProcAttr = childSysProcAttr()
-	errc := make(chan error, 1)
-	f.spawn <- spawnRequest{cmd: cmd, err: errc}
-	if err := <-errc; err != nil {
-		return nil, fmt.Errorf("demo: start %s: %w", exe, err)
+// parseServeReady reads the two ready lines `swarm serve` prints: its URL,
+// then its registry line (a JSON object with its blocks and addresses).
+func parseServeReady(lines []string) (url, span string, addrs []string, err error) {
+	url = strings.TrimSpace(strings.TrimPrefix(lines[0], serveReadyPrefix))
+	if !strings.HasPrefix(lines[0], serveReadyPrefix) || url == "" {
+		return "", "", nil, fmt.Errorf("printed %q, want %q followed by its URL", lines[0], serveReadyPrefix)
 	}
-	c := &child{cmd: cmd, done: make(chan struct{})}
-	f.children = append(f.children, c)
-	go func() {
-		c.err = cmd.Wait()
-		close(c.done)
-	}()
-	timer := time.NewTimer(timeout)
-	defer timer.Stop()
-	for range 2 {
-		select {
-		case line := <-ready.line:
-			if c.url == "" {
-				c.url = strings.TrimSpace(strings.TrimPrefix(line, serveReadyPrefix))
-				if !strings.HasPrefix(line, serveReadyPrefix) || c.url == "" {
-					return nil, fmt.Errorf("demo: server %d printed %q, want %q followed by its URL", cmd.Process.Pid, line, serveReadyPrefix)
-				}
-				continue
-			}
-			var reg struct {
-				Blocks string   `json:"blocks"`
-				Addrs  []string `json:"addrs"`
-			}
-			js, ok := strings.CutPrefix(line, serveRegistryPrefix)
-			if !ok || json.Unmarshal([]byte(js), &reg) != nil || reg.Blocks == "" || len(reg.Addrs) == 0 {
-				return nil, fmt.Errorf("demo: server %d printed %q, want %q and a JSON object with its blocks and addresses", cmd.Process.Pid, line, serveRegistryPrefix)
-			}
-			c.span, c.addrs = reg.Blocks, reg.Addrs
-		case <-c.done:
-			return nil, fmt.Errorf("demo: server %s exited before listening (%v): %s", strings.Join(args, " "), c.err, strings.TrimSpace(stderr.String()))
-		case <-timer.C:
-			return nil, fmt.Errorf("demo: server %d did not listen within %v", cmd.Process.Pid, timeout)
-		case <-ctx.Done():
-			return nil, fmt.Errorf("demo: interrupted while starting the servers: %w", ctx.Err())
-		}
+	var reg struct {
+		Blocks string   `json:"blocks"`
+		Addrs  []string `json:"addrs"`
 	}
-	return c, nil
-}
-
-// stop sends SIGTERM to every child, waits up to demoStopTimeout, sends
-// SIGKILL to the ones still running, waits for them all and ends the
-// spawner thread. It returns an error if a server exited with a failure
-// status after SIGTERM. It is idempotent.
-func (f *demoFleet) stop() error {
-	f.stopOnce.Do(func() {
-		for _, c := range f.children {
-			c.cmd.Process.Signal(syscall.SIGTERM)
-		}
-		timer := time.NewTimer(demoStopTimeout)
-		defer timer.Stop()
-		var killed []int
-		for _, c := range f.children {
-			select {
-			case <-c.done:
-			case <-timer.C:
-				timer.Reset(0) // expired: kill the rest without waiting again
-				c.cmd.Process.Kill()
-				killed = append(killed, c.cmd.Process.Pid)
-				<-c.done
-			}
-		}
-		close(f.spawn)
-		<-f.spawned
-		pids := make([]string, len(f.children))
-		var failed []string
-		for i, c := range f.children {
-			pids[i] = fmt.Sprint(c.cmd.Process.Pid)
-			if c.err != nil && !contains(killed, c.cmd.Process.Pid) {
-				failed = append(failed, fmt.Sprintf("%d: %v", c.cmd.Process.Pid, c.err))
-			}
-		}
-		if len(f.children) > 0 {
-			fmt.Fprintf(f.errOut, "swarm demo: stopped %d servers (pids %s)", len(f.children), strings.Join(pids, " "))
-			if len(killed) > 0 {
-				fmt.Fprintf(f.errOut, ", killed %v after %v", killed, demoStopTimeout)
-			}
-			fmt.Fprintln(f.errOut)
-		}
-		if len(failed) > 0 {
-			f.stopErr = fmt.Errorf("demo: servers failed on shutdown: %s", strings.Join(failed, "; "))
-		}
-	})
-	return f.stopErr
-}
-
-func contains(xs []int, x int) bool {
-	for _, v := range xs {
-		if v == x {
-			return true
-		}
+	js, ok := strings.CutPrefix(lines[1], serveRegistryPrefix)
+	if !ok || json.Unmarshal([]byte(js), &reg) != nil || reg.Blocks == "" || len(reg.Addrs) == 0 {
+		return "", "", nil, fmt.Errorf("printed %q, want %q and a JSON object with its blocks and addresses", lines[1], serveRegistryPrefix)
 	}
-	return false
-}
-
-// readyWriter is a child's stdout: it passes on its first n lines (the
-// first line when n is 0) on line, which must have room for them.
-type readyWriter struct {
-	mu   sync.Mutex
-	buf  []byte
-	sent int
-	n    int
-	line chan string
-}
-
-func (w *readyWriter) Write(p []byte) (int, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	want := max(w.n, 1)
-	if w.sent == want {
-		return len(p), nil
-	}
-	w.buf = append(w.buf, p...)
-	for w.sent < want {
-		i := bytes.IndexByte(w.buf, '\n')
-		if i < 0 {
-			break
-		}
-		w.sent++
-		w.line <- string(w.buf[:i])
-		w.buf = w.buf[i+1:]
-	}
-	return len(p), nil
-}
-
-// prefixWriter writes each line of a child's stderr with a prefix.
-type prefixWriter struct {
-	mu     sync.Mutex
-	w      io.Writer
-	prefix string
-	buf    []byte
-}
-
-func (w *prefixWriter) Write(p []byte) (int, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.buf = append(w.buf, p...)
-	for {
-		i := bytes.IndexByte(w.buf, '\n')
-		if i < 0 {
-			return len(p), nil
-		}
-		fmt.Fprintf(w.w, "%s%s\n", w.prefix, w.buf[:i])
-		w.buf = w.buf[i+1:]
-	}
+	return url, reg.Blocks, reg.Addrs, nil
 }

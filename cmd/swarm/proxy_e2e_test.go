@@ -16,6 +16,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/swarmllm/swarm/internal/supervise"
 	"github.com/swarmllm/swarm/internal/testenv"
 )
 
@@ -33,7 +34,7 @@ type proc struct {
 func startProc(t *testing.T, cmd *exec.Cmd, prefix string) *proc {
 	t.Helper()
 	p := &proc{cmd: cmd, stderr: &lockedBuffer{}, done: make(chan struct{})}
-	ready := &readyWriter{line: make(chan string, 1)}
+	ready := supervise.NewReadyWriter(1)
 	cmd.Stdout, cmd.Stderr = ready, p.stderr
 	require.NoError(t, cmd.Start())
 	go func() {
@@ -54,7 +55,7 @@ func startProc(t *testing.T, cmd *exec.Cmd, prefix string) *proc {
 		}
 	})
 	select {
-	case line := <-ready.line:
+	case line := <-ready.Lines():
 		require.True(t, strings.HasPrefix(line, prefix), "%s: ready line %q", cmd.Args[0], line)
 		p.url = strings.TrimPrefix(line, prefix)
 	case <-p.done:

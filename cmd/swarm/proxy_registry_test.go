@@ -11,6 +11,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/swarmllm/swarm/internal/supervise"
 	"github.com/swarmllm/swarm/internal/testenv"
 )
 
@@ -22,12 +23,10 @@ var fastRegistry = []string{"--heartbeat-interval", "200ms", "--suspect-after", 
 // ("swarm serve: registry {...}") from a process started by startProc.
 func bootstrapAddr(t *testing.T, p *proc) string {
 	t.Helper()
-	w := p.cmd.Stdout.(*readyWriter)
+	w := p.cmd.Stdout.(*supervise.ReadyWriter)
 	deadline := time.Now().Add(time.Minute)
 	for time.Now().Before(deadline) {
-		w.mu.Lock()
-		lines := strings.Split(string(w.buf), "\n")
-		w.mu.Unlock()
+		lines := strings.Split(w.Output(), "\n")
 		for _, l := range lines {
 			if js, ok := strings.CutPrefix(l, serveRegistryPrefix); ok {
 				var v struct {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/swarmllm/swarm/internal/supervise"
 	"github.com/swarmllm/swarm/internal/testenv"
 )
 
@@ -49,7 +50,7 @@ func startServeProc(t *testing.T, args ...string) *serveProc {
 	args = append([]string{"serve", "--listen", "127.0.0.1:0", "--measure-cache", t.TempDir()}, args...)
 	cmd := exec.Command(testenv.SwarmBinary(t), args...)
 	p := &serveProc{cmd: cmd, stderr: &lockedBuffer{}, done: make(chan struct{})}
-	ready := &readyWriter{line: make(chan string, 1)}
+	ready := supervise.NewReadyWriter(1)
 	cmd.Stdout, cmd.Stderr = ready, p.stderr
 	require.NoError(t, cmd.Start())
 	go func() {
@@ -65,7 +66,7 @@ func startServeProc(t *testing.T, args ...string) *serveProc {
 		}
 	})
 	select {
-	case line := <-ready.line:
+	case line := <-ready.Lines():
 		require.True(t, strings.HasPrefix(line, serveReadyPrefix), line)
 		p.url = strings.TrimPrefix(line, serveReadyPrefix)
 		require.Regexp(t, `^ws://127\.0\.0\.1:\d+/v1/inference$`, p.url)
