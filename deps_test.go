@@ -70,6 +70,7 @@ var depRules = map[string]depRule{
 	"server":                {never: []string{"client", "registry", "placement", "sim", "cmd"}},
 	"server/admission":      {only: []string{"swarm", "api"}, std: []string{"net"}},
 	"server/fullrange":      {never: []string{"client", "ingress", "registry", "cmd"}},
+	"server/serverbench":    {never: []string{"client", "registry", "placement", "sim", "cmd"}},
 	"client":                {never: []string{"server", "registry", "sim", "cmd"}},
 	"node":                  {never: []string{"cmd", "sim"}},
 	"ingress":               {never: []string{"server", "registry", "node", "sim", "cmd", "ingress/openai", "ingress/petals", "ingress/ingresstest"}},
