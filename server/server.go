@@ -171,7 +171,7 @@ func (s *Server) Info() api.Info {
 	return api.Info{
 		ServerInfo: swarm.ServerInfo{
 			ID: id, Model: s.info.Name, Span: s.cfg.Blocks, ModelBlocks: s.info.NBlocks,
-			Tau: s.timing.Tau, TauI: s.timing.TauI,
+			Tau: s.timing.Tau, TauI: s.timing.TauI, TauBatch: s.timing.TauBatch,
 			MemoryBytes: s.memory, CacheBytesCapacity: s.adm.CacheBudget(), CacheBytesPerToken: s.info.CacheBytesPerToken,
 			CacheBytesFree: snap.CacheBytesFree,
 			Sessions:       snap.Loads(), Endpoints: endpoints, ProtocolVersion: swarm.ProtocolVersion,
