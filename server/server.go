@@ -119,7 +119,7 @@ func newServer(ctx context.Context, cfg Config, log *slog.Logger, engine blocks.
 	}
 	return &Server{
 		cfg: cfg, log: log, engine: engine, info: info, maxLength: maxLength, memory: memory,
-		adm: adm, timing: t, steps: newStepper(batchEngine(engine), batchTokens),
+		adm: adm, timing: t, steps: newStepper(batchEngine(engine), batchTokens, log),
 		maxPayload: wire.MaxStepPayload(maxLength, info.DModel),
 		upgrader: websocket.Upgrader{
 			// Clients are programs, not browsers: any origin may connect.

@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"sync"
 	"time"
 
@@ -20,6 +21,10 @@ const batchTokens = 64
 // of the previous batch's compute time.
 const lingerFraction = 8
 
+// recentBatches is how many batches back a session counts as active: the
+// loop waits (up to the linger) for the active sessions' next steps.
+const recentBatches = 2
+
 // stepper is the server's one step loop: it gathers the steps waiting from
 // all sessions, runs them through the span in batches of up to batchTokens
 // rows (one pass over the weights per batch, blocks.BatchEngine), and
@@ -30,6 +35,7 @@ const lingerFraction = 8
 type stepper struct {
 	engine blocks.BatchEngine
 	budget int
+	log    *slog.Logger
 	reqs   chan *stepReq
 	done   chan struct{} // closed when the loop has ended
 	cancel context.CancelFunc
@@ -50,9 +56,9 @@ type stepReq struct {
 }
 
 // newStepper starts the step loop over e; Close stops it.
-func newStepper(e blocks.BatchEngine, budget int) *stepper {
+func newStepper(e blocks.BatchEngine, budget int, log *slog.Logger) *stepper {
 	ctx, cancel := context.WithCancel(context.Background())
-	p := &stepper{engine: e, budget: budget, reqs: make(chan *stepReq), done: make(chan struct{}), cancel: cancel}
+	p := &stepper{engine: e, budget: budget, log: log, reqs: make(chan *stepReq), done: make(chan struct{}), cancel: cancel}
 	p.wg.Add(1)
 	go func() {
 		defer p.wg.Done()
@@ -95,8 +101,11 @@ func (p *stepper) run(ctx context.Context) {
 	}()
 	d := p.engine.Info().DModel
 	var last time.Duration // compute time of the previous batch
-	expect := 0            // sessions in the previous batch
-	for {
+	// recent maps the sessions answered in the last recentBatches batches
+	// to the number of the batch that answered them: their next steps are
+	// probably on their way.
+	recent := map[blocks.Session]int{}
+	for batch := 0; ; batch++ {
 		if len(queue) == 0 {
 			select {
 			case r := <-p.reqs:
@@ -105,7 +114,12 @@ func (p *stepper) run(ctx context.Context) {
 				return
 			}
 		}
-		queue = p.gather(ctx, queue, expect, last/lingerFraction)
+		for s, b := range recent {
+			if b < batch-recentBatches {
+				delete(recent, s)
+			}
+		}
+		queue = p.gather(ctx, queue, recent, last/lingerFraction)
 		if ctx.Err() != nil {
 			return
 		}
@@ -123,7 +137,7 @@ func (p *stepper) run(ctx context.Context) {
 		start := time.Now()
 		res := p.engine.ForwardBatch(ctx, steps)
 		last = time.Since(start)
-		expect = len(steps)
+		p.log.Debug("batch", "steps", len(steps), "rows", rowsOf(steps), "waiting", len(queue), "seconds", last.Seconds())
 		for i, r := range reqs {
 			if err := res[i].Err; err != nil {
 				r.err = err
@@ -142,6 +156,7 @@ func (p *stepper) run(ctx context.Context) {
 		kept := queue[:0]
 		for _, r := range queue {
 			if r.err != nil || r.taken == r.n {
+				recent[r.es] = batch
 				if r.err != nil {
 					r.out = nil
 				}
@@ -155,11 +170,10 @@ func (p *stepper) run(ctx context.Context) {
 	}
 }
 
-// gather adds the steps waiting to the queue without blocking, and while the
-// queue holds fewer steps than expect (the sessions of the previous batch,
-// which are likely to send their next step soon) waits for more, at most
-// linger in all.
-func (p *stepper) gather(ctx context.Context, queue []*stepReq, expect int, linger time.Duration) []*stepReq {
+// gather adds the steps waiting to the queue without blocking, then, while
+// a session of recent has no step in the queue (its client is probably
+// sending the next one), waits for more, at most linger in all.
+func (p *stepper) gather(ctx context.Context, queue []*stepReq, recent map[blocks.Session]int, linger time.Duration) []*stepReq {
 	for {
 		select {
 		case r := <-p.reqs:
@@ -169,12 +183,21 @@ func (p *stepper) gather(ctx context.Context, queue []*stepReq, expect int, ling
 		}
 		break
 	}
-	if len(queue) >= expect || linger <= 0 {
+	missing := func() bool {
+		queued := 0
+		for _, r := range queue {
+			if _, ok := recent[r.es]; ok {
+				queued++
+			}
+		}
+		return queued < len(recent)
+	}
+	if linger <= 0 || !missing() {
 		return queue
 	}
 	t := time.NewTimer(linger)
 	defer t.Stop()
-	for len(queue) < expect {
+	for missing() {
 		select {
 		case r := <-p.reqs:
 			queue = append(queue, r)
@@ -185,6 +208,15 @@ func (p *stepper) gather(ctx context.Context, queue []*stepReq, expect int, ling
 		}
 	}
 	return queue
+}
+
+// rowsOf counts the rows of a batch.
+func rowsOf(steps []blocks.Step) int {
+	n := 0
+	for _, st := range steps {
+		n += st.NTokens
+	}
+	return n
 }
 
 // remaining returns the rows each queued step has left.
