@@ -153,7 +153,7 @@ func (s *session) forward(st *wire.Step) {
 		return
 	}
 	now := time.Now()
-	out, err := s.c.s.steps.forward(s.es, st.Position, h.Data, h.NTokens)
+	out, err := s.c.s.steps.forward(s.c.ctx, s.es, st.Position, h.Data, h.NTokens)
 	compute := time.Since(now)
 	if err != nil {
 		s.c.sendError(s.id, fmt.Errorf("server: step at position %d: %w", st.Position, err))

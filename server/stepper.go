@@ -76,13 +76,17 @@ func (p *stepper) Close() {
 
 // forward runs one step of session es through the loop and returns its
 // output hidden states [n, d] (see blocks.Session.Forward for the errors).
-// It returns once the loop has answered, so es is not in use afterwards.
-func (p *stepper) forward(es blocks.Session, pos int, hidden []float32, n int) ([]float32, error) {
+// ctx bounds the wait to hand the step to the loop; once handed over, the
+// step is computed (a batch is short) and forward returns after the loop
+// has answered, so es is never in use after forward returns.
+func (p *stepper) forward(ctx context.Context, es blocks.Session, pos int, hidden []float32, n int) ([]float32, error) {
 	r := &stepReq{es: es, pos: pos, hidden: hidden, n: n, answer: make(chan struct{})}
 	select {
 	case p.reqs <- r:
 	case <-p.done:
 		return nil, fmt.Errorf("%w: the step loop has stopped", blocks.ErrClosed)
+	case <-ctx.Done():
+		return nil, fmt.Errorf("server: waiting for the step loop: %w", ctx.Err())
 	}
 	<-r.answer
 	return r.out, r.err

@@ -30,46 +30,31 @@ type generated struct {
 	bits   []uint32
 }
 
-// argmax returns the index of the largest logit (the first on ties).
-func argmax(x []float32) int {
-	best := 0
-	for i, v := range x {
-		if v > x[best] {
-			best = i
-		}
-	}
-	return best
+// forwardFunc is a blocks.Forwarder that records the bits of every output
+// hidden state.
+type forwardFunc struct {
+	fw   func(pos int, x []float32, n int) ([]float32, error)
+	bits []uint32
 }
 
-// greedy generates with step computing the span: it sends the prompt as one
-// step, then one token per step, taking the argmax of the head's logits.
-func greedy(h blocks.Head, run greedyRun, step func(pos int, x []float32, n int) ([]float32, error)) (generated, error) {
-	var g generated
-	d := h.Info().DModel
-	toks := run.prompt
-	pos := 0
-	for len(g.tokens) < run.gen {
-		x, err := h.Embed(toks)
-		if err != nil {
-			return g, err
-		}
-		y, err := step(pos, x, len(toks))
-		if err != nil {
-			return g, err
-		}
-		for _, v := range y {
-			g.bits = append(g.bits, math.Float32bits(v))
-		}
-		pos += len(toks)
-		logits, err := h.Logits(y[len(y)-d:])
-		if err != nil {
-			return g, err
-		}
-		next := argmax(logits)
-		g.tokens = append(g.tokens, next)
-		toks = []int{next}
+func (f *forwardFunc) Forward(_ context.Context, pos int, x []float32, n int) ([]float32, error) {
+	y, err := f.fw(pos, x, n)
+	for _, v := range y {
+		f.bits = append(f.bits, math.Float32bits(v))
 	}
-	return g, nil
+	return y, err
+}
+
+// greedy generates with blocks.Generate and a greedy sampler, fw computing
+// the span.
+func greedy(h blocks.Head, run greedyRun, fw func(pos int, x []float32, n int) ([]float32, error)) (generated, error) {
+	sampler, err := blocks.NewSampler(blocks.SamplerConfig{})
+	if err != nil {
+		return generated{}, err
+	}
+	f := &forwardFunc{fw: fw}
+	toks, err := blocks.Generate(context.Background(), h, f, run.prompt, run.gen, sampler, func(int, int) error { return nil })
+	return generated{tokens: toks, bits: f.bits}, err
 }
 
 // TestBatchedSessionsMatchSolo runs 8 sessions with different prompts (one
@@ -105,6 +90,7 @@ func TestBatchedSessionsMatchSolo(t *testing.T) {
 			return es.Forward(context.Background(), pos, x, n)
 		})
 		require.NoError(t, err)
+		require.NotEmpty(t, want[i].tokens, "session %d generates", i)
 		require.NoError(t, es.Close())
 	}
 
