@@ -25,20 +25,56 @@ func reduceAcc(acc *[gemmAcc]float32, i int) float32 {
 	return (u0 + u1) + (u2 + u3)
 }
 
-// gemmTile computes out[t*outRows + r0 + r] = rows[r] · x[t] for the nr
-// float32 rows of rows (stride cols) and the first n inputs of x (stride
-// cols), with gemmF32x3x4 for whole groups of 3 rows and 4 inputs and
-// dotF32x2/dotF32 for the rest: every value bit for bit what dotF32 gives.
-// cols must be a multiple of 32 and gemmF32x3x4 not nil.
-func gemmTile(out []float32, outRows, r0 int, rows []float32, nr int, x []float32, n, cols int) {
+// tileRows is a tile of nr weight rows as gemmTile reads them: group adds
+// to acc the partial sums of rows r..r+2 times the 4 inputs at x (stride
+// cols) (gemmF32x3x4 or gemmF16x3x4), dot2 and dot are the row's dot
+// products with one or two inputs, all summed the same way.
+type tileRows struct {
+	nr, cols int
+	group    func(r int, x []float32, acc *[gemmAcc]float32)
+	dot2     func(r int, x0, x1 []float32) (float32, float32)
+	dot      func(r int, x []float32) float32
+}
+
+// f32Tile is the float32 rows [nr, cols] of rows.
+func f32Tile(rows []float32, nr, cols int) tileRows {
+	return tileRows{
+		nr: nr, cols: cols,
+		group: func(r int, x []float32, acc *[gemmAcc]float32) {
+			gemmF32x3x4(rows[r*cols:], cols, x, cols, cols/32, acc)
+		},
+		dot2: func(r int, x0, x1 []float32) (float32, float32) { return dotF32x2(rows[r*cols:(r+1)*cols], x0, x1) },
+		dot:  func(r int, x []float32) float32 { return dotF32(rows[r*cols:(r+1)*cols], x) },
+	}
+}
+
+// f16Tile is the binary16 rows [nr, cols] of w, widened in the kernels.
+func f16Tile(w []uint16, nr, cols int) tileRows {
+	dot := func(r int, x []float32) float32 { return dotF16(w[r*cols:(r+1)*cols], x) }
+	return tileRows{
+		nr: nr, cols: cols,
+		group: func(r int, x []float32, acc *[gemmAcc]float32) {
+			gemmF16x3x4(w[r*cols:], cols, x, cols, cols/32, acc)
+		},
+		dot2: func(r int, x0, x1 []float32) (float32, float32) { return dot(r, x0), dot(r, x1) },
+		dot:  dot,
+	}
+}
+
+// gemmTile computes out[t*outRows + r0 + r] = row r · x[t] for the rows of
+// tile and the first n inputs of x (stride cols), with tile.group for whole
+// groups of 3 rows and 4 inputs and tile.dot2/dot for the rest: every value
+// bit for bit what the row's dot product gives alone. cols must be a
+// multiple of 32 and the GEMM kernels not nil.
+func gemmTile(out []float32, outRows, r0 int, tile tileRows, x []float32, n int) {
 	var acc [gemmAcc]float32
+	nr, cols := tile.nr, tile.cols
 	t := 0
 	for ; t+gemmInputs <= n; t += gemmInputs {
-		xt := x[t*cols:]
 		r := 0
 		for ; r+gemmRows <= nr; r += gemmRows {
 			clear(acc[:])
-			gemmF32x3x4(rows[r*cols:], cols, xt, cols, cols/32, &acc)
+			tile.group(r, x[t*cols:], &acc)
 			for rr := range gemmRows {
 				for tt := range gemmInputs {
 					out[(t+tt)*outRows+r0+r+rr] = reduceAcc(&acc, rr*gemmInputs+tt)
@@ -46,22 +82,21 @@ func gemmTile(out []float32, outRows, r0 int, rows []float32, nr int, x []float3
 			}
 		}
 		for ; r < nr; r++ {
-			row := rows[r*cols : (r+1)*cols]
 			for tt := 0; tt < gemmInputs; tt += 2 {
-				out[(t+tt)*outRows+r0+r], out[(t+tt+1)*outRows+r0+r] = dotF32x2(row, x[(t+tt)*cols:(t+tt+1)*cols], x[(t+tt+1)*cols:(t+tt+2)*cols])
+				out[(t+tt)*outRows+r0+r], out[(t+tt+1)*outRows+r0+r] = tile.dot2(r, x[(t+tt)*cols:(t+tt+1)*cols], x[(t+tt+1)*cols:(t+tt+2)*cols])
 			}
 		}
 	}
 	for ; t+2 <= n; t += 2 {
 		x0, x1 := x[t*cols:(t+1)*cols], x[(t+1)*cols:(t+2)*cols]
 		for r := range nr {
-			out[t*outRows+r0+r], out[(t+1)*outRows+r0+r] = dotF32x2(rows[r*cols:(r+1)*cols], x0, x1)
+			out[t*outRows+r0+r], out[(t+1)*outRows+r0+r] = tile.dot2(r, x0, x1)
 		}
 	}
 	if t < n {
 		xt := x[t*cols : (t+1)*cols]
 		for r := range nr {
-			out[t*outRows+r0+r] = dotF32(rows[r*cols:(r+1)*cols], xt)
+			out[t*outRows+r0+r] = tile.dot(r, xt)
 		}
 	}
 }

@@ -22,6 +22,8 @@ var (
 	// no such accumulators (the portable kernels), and mulRows then uses
 	// dotF32x2.
 	gemmF32x3x4 func(a []float32, lda int, x []float32, ldx int, blocks int, acc *[gemmAcc]float32)
+	// gemmF16x3x4 is gemmF32x3x4 for binary16 rows, summed as dotF16 sums.
+	gemmF16x3x4 func(w []uint16, ldw int, x []float32, ldx int, blocks int, acc *[gemmAcc]float32)
 	// cvtF16 and cvtBF16 widen src into dst[:len(src)], exactly.
 	cvtF16  = cvtF16Go
 	cvtBF16 = cvtBF16Go

@@ -196,6 +196,14 @@ func (m *matrix) mulRows(out, x []float32, n, r0, r1 int) {
 		}
 		return
 	}
+	if m.dtype == swarm.DTypeF16 && gemmF16x3x4 != nil && cols%32 == 0 {
+		// Widen in the kernel: the rows are read once, from memory.
+		for a := r0; a < r1; a += prefillTile {
+			b := min(a+prefillTile, r1)
+			gemmTile(out, m.rows, a, f16Tile(m.u16[a*cols:b*cols], b-a, cols), x, n)
+		}
+		return
+	}
 	var buf []float32
 	if m.dtype != swarm.DTypeF32 {
 		buf = make([]float32, prefillTile*cols)
@@ -212,7 +220,7 @@ func (m *matrix) mulRows(out, x []float32, n, r0, r1 int) {
 			}
 		}
 		if gemmF32x3x4 != nil && cols%32 == 0 {
-			gemmTile(out, m.rows, a, rows, b-a, x, n, cols)
+			gemmTile(out, m.rows, a, f32Tile(rows, b-a, cols), x, n)
 			continue
 		}
 		t := 0
