@@ -27,28 +27,27 @@ func TestGemmTileMatchesDot(t *testing.T) {
 				for i := range x {
 					x[i] = float32(rng.NormFloat64())
 				}
-				const outRows, r0 = 20, 2
-				out := make([]float32, n*outRows)
-				gemmTile(out, outRows, r0, f32Tile(rows, nr, cols), x, n)
-				for tt := range n {
-					for r := range nr {
-						want := dotF32(rows[r*cols:(r+1)*cols], x[tt*cols:(tt+1)*cols])
-						require.Equal(t, math.Float32bits(want), math.Float32bits(out[tt*outRows+r0+r]),
-							"cols %d rows %d inputs %d: row %d input %d", cols, nr, n, r, tt)
-					}
-				}
 				// The same values as binary16, widened in the kernel, against dotF16.
 				w := make([]uint16, len(rows))
 				for i, v := range rows {
 					w[i] = f32ToF16(v)
 				}
-				clear(out)
-				gemmTile(out, outRows, r0, f16Tile(w, nr, cols), x, n)
-				for tt := range n {
-					for r := range nr {
-						want := dotF16(w[r*cols:(r+1)*cols], x[tt*cols:(tt+1)*cols])
-						require.Equal(t, math.Float32bits(want), math.Float32bits(out[tt*outRows+r0+r]),
-							"f16: cols %d rows %d inputs %d: row %d input %d", cols, nr, n, r, tt)
+				for name, tc := range map[string]struct {
+					tile tileRows
+					dot  func(r int, x []float32) float32
+				}{
+					"f32": {f32Tile(rows, nr, cols), func(r int, x []float32) float32 { return dotF32(rows[r*cols:(r+1)*cols], x) }},
+					"f16": {f16Tile(w, nr, cols), func(r int, x []float32) float32 { return dotF16(w[r*cols:(r+1)*cols], x) }},
+				} {
+					const outRows, r0 = 20, 2
+					out := make([]float32, n*outRows)
+					gemmTile(out, outRows, r0, tc.tile, x, n)
+					for tt := range n {
+						for r := range nr {
+							want := tc.dot(r, x[tt*cols:(tt+1)*cols])
+							require.Equal(t, math.Float32bits(want), math.Float32bits(out[tt*outRows+r0+r]),
+								"%s: cols %d rows %d inputs %d: row %d input %d", name, cols, nr, n, r, tt)
+						}
 					}
 				}
 			}

@@ -35,7 +35,7 @@ func cvtBF16AVX2(dst []float32, src []uint16)
 func gemmF32x3x4AVX2(a []float32, lda int, x []float32, ldx int, blocks int, acc *[gemmAcc]float32)
 
 //go:noescape
-func gemmF16x3x4AVX2(w []uint16, ldw int, x []float32, ldx int, blocks int, acc *[gemmAcc]float32)
+func gemmF16x3x4AVX2(a []uint16, lda int, x []float32, ldx int, blocks int, acc *[gemmAcc]float32)
 
 func cpuid(leaf, sub uint32) (eax, ebx, ecx, edx uint32)
 
