@@ -75,6 +75,7 @@ var depRules = map[string]depRule{
 	"server/admission":      {only: []string{"swarm", "api"}, std: []string{"net"}},
 	"server/fullrange":      {never: []string{"client", "ingress", "registry", "cmd"}},
 	"server/servertest":     {never: []string{"client", "registry", "node", "ingress", "sim", "placement", "routing", "cmd"}, testOnly: true},
+	"server/serverbench":    {never: []string{"client", "registry", "placement", "sim", "cmd"}},
 	"client":                {never: []string{"server", "registry", "sim", "cmd"}},
 	"node":                  {never: []string{"cmd", "sim"}},
 	"ingress":               {never: []string{"server", "registry", "node", "sim", "cmd", "ingress/openai", "ingress/petals", "ingress/ingresstest"}},

@@ -85,3 +85,36 @@ type Head interface {
 	// error wrapping ErrArgument.
 	Logits(hidden []float32) ([]float32, error)
 }
+
+// Step is one session's share of a batched forward pass: hidden states
+// [NTokens, DModel] (row-major float32) at positions Pos .. Pos+NTokens-1,
+// with the same meaning and limits as the arguments of Session.Forward.
+type Step struct {
+	Session Session
+	Pos     int
+	Hidden  []float32
+	NTokens int
+}
+
+// StepResult is the outcome of one Step: the output hidden states
+// [NTokens, DModel], or the error Session.Forward would have returned.
+type StepResult struct {
+	Hidden []float32
+	Err    error
+}
+
+// BatchEngine is an Engine that runs the steps of many sessions in one pass
+// over its weights: a batch of b decode steps reads each weight once instead
+// of b times. The CPU engine implements it.
+type BatchEngine interface {
+	Engine
+	// ForwardBatch runs every step through its session's blocks and returns
+	// one result per step, in order. The sessions must be distinct sessions
+	// of this engine (a session of another engine or one listed twice gets
+	// an error wrapping ErrArgument), each used by no other goroutine during
+	// the call. A step's result is bit for bit what Session.Forward returns
+	// for it alone, whatever the other steps of the batch are. When ctx
+	// ends before the last block, every step not yet failed gets ctx's error
+	// and its session's cache holds positions 0..Pos-1.
+	ForwardBatch(ctx context.Context, steps []Step) []StepResult
+}

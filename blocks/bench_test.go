@@ -228,3 +228,45 @@ func BenchmarkDot(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkDecodeBatch7B times one ForwardBatch of b single-token decode
+// steps of b sessions through one 7B-shaped block: ns/op is the time of the
+// whole batch per block; tok/s counts the b steps.
+func BenchmarkDecodeBatch7B(b *testing.B) {
+	for _, dt := range []swarm.DType{swarm.DTypeF16, swarm.DTypeQ8_0} {
+		for _, n := range []int{1, 4, 16} {
+			b.Run(fmt.Sprintf("%s/batch=%d", dt, n), func(b *testing.B) {
+				e := benchEngine(b, llama7B, dt)
+				defer e.Close()
+				const pos = 8
+				x := make([]float32, (pos+1)*llama7B.DModel)
+				for i := range x {
+					x[i] = float32(i%7) / 7
+				}
+				steps := make([]Step, n)
+				for i := range steps {
+					s, err := e.NewSession(e.Span(), pos+1)
+					if err != nil {
+						b.Fatal(err)
+					}
+					if _, err := s.Forward(context.Background(), 0, x[:pos*llama7B.DModel], pos); err != nil {
+						b.Fatal(err)
+					}
+					steps[i] = Step{Session: s, Pos: pos, Hidden: x[:llama7B.DModel], NTokens: 1}
+				}
+				b.ResetTimer()
+				for b.Loop() {
+					for _, r := range e.ForwardBatch(context.Background(), steps) {
+						if r.Err != nil {
+							b.Fatal(r.Err)
+						}
+					}
+				}
+				perStep := b.Elapsed().Seconds() / float64(b.N)
+				b.ReportMetric(float64(n)/perStep, "tok/s")
+				flops := 2 * float64(e.WeightBytes()) * 32 / float64(dt.Bytes(32)) // ~2 FLOPs per weight
+				b.ReportMetric(float64(n)*flops/perStep/1e9, "GFLOP/s")
+			})
+		}
+	}
+}

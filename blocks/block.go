@@ -70,11 +70,22 @@ func (s *scratch) grow(info swarm.ModelInfo, n int) {
 	s.sin = make([]float32, n*info.HeadDim/2)
 }
 
-// forwardBlock runs hidden states x [n, DModel] at positions pos..pos+n-1
-// through one block in place, appending the n keys and values to c (which
-// must already hold positions 0..pos-1). s.cos/s.sin hold the RoPE angles of
-// the n positions.
-func (e *cpuEngine) forwardBlock(l *layer, c *kvCache, s *scratch, x []float32, n, pos int) {
+// seg is one session's run of rows in a batch: n tokens at positions
+// pos..pos+n-1 over cache c, starting at row off of the batch.
+type seg struct {
+	c      *kvCache
+	off, n int
+	pos    int
+}
+
+// forwardBlock runs hidden states x [n, DModel] through one block in place.
+// The rows belong to the sessions in segs (each appends its tokens to its own
+// cache, which must already hold positions 0..pos-1); s.cos/s.sin hold the
+// RoPE angles of every row. The matrix products span all rows at once (one
+// pass over the weights for the whole batch); a row's result depends only on
+// that row and its own session's cache, never on the other rows, so a
+// session's output is bit for bit the same alone or in any batch.
+func (e *cpuEngine) forwardBlock(l *layer, segs []seg, s *scratch, x []float32, n int) {
 	info := &e.info
 	d, hd := info.DModel, info.HeadDim
 	qDim, kvDim := info.NHeads*hd, info.NKVHeads*hd
@@ -91,9 +102,11 @@ func (e *cpuEngine) forwardBlock(l *layer, c *kvCache, s *scratch, x []float32, 
 		e.rope.apply(s.q[t*qDim:(t+1)*qDim], info.NHeads, cos, sin)
 		e.rope.apply(s.k[t*kvDim:(t+1)*kvDim], info.NKVHeads, cos, sin)
 	}
-	copy(c.k[pos*kvDim:(pos+n)*kvDim], s.k[:n*kvDim])
-	copy(c.v[pos*kvDim:(pos+n)*kvDim], s.v[:n*kvDim])
-	e.attention(s.att, s.q, c, n, pos)
+	for _, g := range segs {
+		copy(g.c.k[g.pos*kvDim:(g.pos+g.n)*kvDim], s.k[g.off*kvDim:(g.off+g.n)*kvDim])
+		copy(g.c.v[g.pos*kvDim:(g.pos+g.n)*kvDim], s.v[g.off*kvDim:(g.off+g.n)*kvDim])
+	}
+	e.attention(s.att, s.q, segs, n)
 	mulMats([][]float32{s.xb2}, []*matrix{l.wo}, s.att, n)
 	for i := range n * d {
 		x[i] += s.xb2[i]
@@ -110,22 +123,33 @@ func (e *cpuEngine) forwardBlock(l *layer, c *kvCache, s *scratch, x []float32, 
 	}
 }
 
-// attention computes causal grouped-query attention for n queries q
-// [n, NHeads*HeadDim] at positions pos..pos+n-1 over the cache c, writing
-// att [n, NHeads*HeadDim]. Query head h reads KV head h/(NHeads/NKVHeads).
-// Scores are q·k/sqrt(HeadDim), softmax over positions 0..p (Vaswani et al.
-// 2017, eq. 1).
-func (e *cpuEngine) attention(att, q []float32, c *kvCache, n, pos int) {
+// attention computes causal grouped-query attention for the n query rows q
+// [n, NHeads*HeadDim] of segs, each at its session's positions over its own
+// cache, writing att [n, NHeads*HeadDim]. Query head h reads KV head
+// h/(NHeads/NKVHeads). Scores are q·k/sqrt(HeadDim), softmax over positions
+// 0..p (Vaswani et al. 2017, eq. 1).
+func (e *cpuEngine) attention(att, q []float32, segs []seg, n int) {
 	info := &e.info
 	hd, nh := info.HeadDim, info.NHeads
 	qDim, kvDim := nh*hd, info.NKVHeads*hd
 	group := nh / info.NKVHeads
 	sq := float32(math.Sqrt(float64(hd)))
-	parallelFor(n*nh, 2*(pos+n)*hd, func(lo, hi int) {
-		scores := make([]float32, pos+n)
+	// row[t] is the segment of row t.
+	row := make([]int32, n)
+	longest := 0
+	for i, g := range segs {
+		for t := g.off; t < g.off+g.n; t++ {
+			row[t] = int32(i)
+		}
+		longest = max(longest, g.pos+g.n)
+	}
+	parallelFor(n*nh, 2*longest*hd, func(lo, hi int) {
+		scores := make([]float32, longest)
 		for th := lo; th < hi; th++ {
 			t, h := th/nh, th%nh
-			p := pos + t
+			g := &segs[row[t]]
+			c := g.c
+			p := g.pos + t - g.off
 			qh := q[t*qDim+h*hd : t*qDim+(h+1)*hd]
 			off := (h / group) * hd
 			sc := scores[:p+1]

@@ -16,6 +16,14 @@ var (
 	// dotF32x2 returns dotF32(a, x0) and dotF32(a, x1), bit for bit, reading
 	// a once (prefill of two tokens).
 	dotF32x2 = dotF32x2Go
+	// gemmF32x3x4, when not nil, adds to acc the partial sums dotF32 keeps
+	// (its four 8-lane accumulators) for 3 rows of a times 4 inputs of x
+	// over 32*blocks elements (see gemmF32x3x4AVX2); nil where dotF32 has
+	// no such accumulators (the portable kernels), and mulRows then uses
+	// dotF32x2.
+	gemmF32x3x4 func(a []float32, lda int, x []float32, ldx int, blocks int, acc *[gemmAcc]float32)
+	// gemmF16x3x4 is gemmF32x3x4 for binary16 rows, summed as dotF16 sums.
+	gemmF16x3x4 func(w []uint16, ldw int, x []float32, ldx int, blocks int, acc *[gemmAcc]float32)
 	// cvtF16 and cvtBF16 widen src into dst[:len(src)], exactly.
 	cvtF16  = cvtF16Go
 	cvtBF16 = cvtBF16Go

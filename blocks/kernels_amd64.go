@@ -31,6 +31,12 @@ func cvtF16AVX2(dst []float32, src []uint16)
 //go:noescape
 func cvtBF16AVX2(dst []float32, src []uint16)
 
+//go:noescape
+func gemmF32x3x4AVX2(a []float32, lda int, x []float32, ldx int, blocks int, acc *[gemmAcc]float32)
+
+//go:noescape
+func gemmF16x3x4AVX2(a []uint16, lda int, x []float32, ldx int, blocks int, acc *[gemmAcc]float32)
+
 func cpuid(leaf, sub uint32) (eax, ebx, ecx, edx uint32)
 
 // hasF16C reports the F16C extension (CPUID leaf 1, ECX bit 29), which
@@ -57,6 +63,17 @@ func init() {
 	}
 	cvtF16 = func(dst []float32, src []uint16) { cvtF16AVX2(dst[:len(src)], src) }
 	cvtBF16 = func(dst []float32, src []uint16) { cvtBF16AVX2(dst[:len(src)], src) }
+	gemmF32x3x4 = func(a []float32, lda int, x []float32, ldx int, blocks int, acc *[gemmAcc]float32) {
+		// Bound the reads: rows 0..2 and inputs 0..3 of 32*blocks elements.
+		_ = a[2*lda+32*blocks-1]
+		_ = x[3*ldx+32*blocks-1]
+		gemmF32x3x4AVX2(a, lda, x, ldx, blocks, acc)
+	}
+	gemmF16x3x4 = func(w []uint16, ldw int, x []float32, ldx int, blocks int, acc *[gemmAcc]float32) {
+		_ = w[2*ldw+32*blocks-1]
+		_ = x[3*ldx+32*blocks-1]
+		gemmF16x3x4AVX2(w, ldw, x, ldx, blocks, acc)
+	}
 	dotQ8_0 = func(w []byte, x []float32) float32 {
 		nb := len(w) / q8BlockBytes
 		return dotQ8_0AVX2(w, x[:nb*q8BlockSize], nb)

@@ -17,6 +17,92 @@
 	VHADDPS X0, X0, X0 \
 	VHADDPS X0, X0, X0
 
+// The 3x4 GEMM kernels (gemmF32x3x4AVX2, gemmF16x3x4AVX2) run dotF32AVX2's (or dotF16AVX2's) four 8-lane
+// accumulators one after the other ("phases" k = 0..3: the 8 elements at
+// 8k within every 32-element block), so that 12 registers hold one
+// accumulator of each of 3 rows x 4 inputs; Y12-Y14 hold the rows' 8
+// elements and Y15 an input's. Registers: SI, R9, R8 rows; DI, R10, R11,
+// R12 inputs; AX the input offset, R13 the weight offset; BX the blocks;
+// DX the accumulators, [phase][row*4+input][8] float32.
+
+// G34LOADACC loads the 12 accumulators of the phase at byte offset OFF of DX.
+#define G34LOADACC(OFF) \
+	VMOVUPS (OFF+0)(DX), Y0 \
+	VMOVUPS (OFF+32)(DX), Y1 \
+	VMOVUPS (OFF+64)(DX), Y2 \
+	VMOVUPS (OFF+96)(DX), Y3 \
+	VMOVUPS (OFF+128)(DX), Y4 \
+	VMOVUPS (OFF+160)(DX), Y5 \
+	VMOVUPS (OFF+192)(DX), Y6 \
+	VMOVUPS (OFF+224)(DX), Y7 \
+	VMOVUPS (OFF+256)(DX), Y8 \
+	VMOVUPS (OFF+288)(DX), Y9 \
+	VMOVUPS (OFF+320)(DX), Y10 \
+	VMOVUPS (OFF+352)(DX), Y11
+
+// G34STOREACC stores them back.
+#define G34STOREACC(OFF) \
+	VMOVUPS Y0, (OFF+0)(DX) \
+	VMOVUPS Y1, (OFF+32)(DX) \
+	VMOVUPS Y2, (OFF+64)(DX) \
+	VMOVUPS Y3, (OFF+96)(DX) \
+	VMOVUPS Y4, (OFF+128)(DX) \
+	VMOVUPS Y5, (OFF+160)(DX) \
+	VMOVUPS Y6, (OFF+192)(DX) \
+	VMOVUPS Y7, (OFF+224)(DX) \
+	VMOVUPS Y8, (OFF+256)(DX) \
+	VMOVUPS Y9, (OFF+288)(DX) \
+	VMOVUPS Y10, (OFF+320)(DX) \
+	VMOVUPS Y11, (OFF+352)(DX)
+
+// G34FMA multiplies the rows in Y12-Y14 with the 8 elements at byte offset
+// OFF of each input and adds to the accumulators.
+#define G34FMA(OFF) \
+	VMOVUPS OFF(DI)(AX*1), Y15 \
+	VFMADD231PS Y15, Y12, Y0 \
+	VFMADD231PS Y15, Y13, Y4 \
+	VFMADD231PS Y15, Y14, Y8 \
+	VMOVUPS OFF(R10)(AX*1), Y15 \
+	VFMADD231PS Y15, Y12, Y1 \
+	VFMADD231PS Y15, Y13, Y5 \
+	VFMADD231PS Y15, Y14, Y9 \
+	VMOVUPS OFF(R11)(AX*1), Y15 \
+	VFMADD231PS Y15, Y12, Y2 \
+	VFMADD231PS Y15, Y13, Y6 \
+	VFMADD231PS Y15, Y14, Y10 \
+	VMOVUPS OFF(R12)(AX*1), Y15 \
+	VFMADD231PS Y15, Y12, Y3 \
+	VFMADD231PS Y15, Y13, Y7 \
+	VFMADD231PS Y15, Y14, Y11
+
+// G34ROWSF32 loads the rows' 8 float32 elements at byte offset OFF.
+#define G34ROWSF32(OFF) \
+	VMOVUPS OFF(SI)(R13*1), Y12 \
+	VMOVUPS OFF(R9)(R13*1), Y13 \
+	VMOVUPS OFF(R8)(R13*1), Y14
+
+// G34ROWSF16 loads the rows' 8 binary16 elements at byte offset OFF, widened.
+#define G34ROWSF16(OFF) \
+	VCVTPH2PS OFF(SI)(R13*1), Y12 \
+	VCVTPH2PS OFF(R9)(R13*1), Y13 \
+	VCVTPH2PS OFF(R8)(R13*1), Y14
+
+// G34SETUP reads the arguments; ESIZE is the weights' element size in bytes.
+#define G34SETUP(ESIZE) \
+	MOVQ a_base+0(FP), SI \
+	MOVQ lda+24(FP), R8 \
+	IMULQ $ESIZE, R8 \
+	LEAQ (SI)(R8*1), R9 \
+	LEAQ (R9)(R8*1), R8 \
+	MOVQ x_base+32(FP), DI \
+	MOVQ ldx+56(FP), R13 \
+	SHLQ $2, R13 \
+	LEAQ (DI)(R13*1), R10 \
+	LEAQ (R10)(R13*1), R11 \
+	LEAQ (R11)(R13*1), R12 \
+	MOVQ blocks+64(FP), BX \
+	MOVQ acc+72(FP), DX
+
 // func dotF32AVX2(a, x []float32) float32
 TEXT ·dotF32AVX2(SB), NOSPLIT, $0-52
 	MOVQ a_base+0(FP), SI
@@ -390,4 +476,145 @@ x2done:
 	VZEROUPPER
 	MOVSS X0, ret+72(FP)
 	MOVSS X8, ret1+76(FP)
+	RET
+
+// func gemmF32x3x4AVX2(a []float32, lda int, x []float32, ldx int, blocks int, acc *[384]float32)
+// The partial sums of dotF32AVX2 for 3 rows of a (row r at a[r*lda:]) times
+// 4 inputs (input t at x[t*ldx:]) over the first 32*blocks elements: for
+// each of dotF32AVX2's four 8-lane accumulators k, acc[k*96 + (r*4+t)*8 + j]
+// is added to in exactly dotF32AVX2's order (one FMA per 32-element block).
+// acc is loaded first and stored back, so a row may be done in pieces. The
+// caller reduces the four accumulators as REDUCE does.
+TEXT ·gemmF32x3x4AVX2(SB), NOSPLIT, $0-80
+	G34SETUP(4)
+	G34LOADACC(0)
+	XORQ AX, AX
+	XORQ R13, R13
+	MOVQ BX, CX
+g34loop0:
+	TESTQ CX, CX
+	JEQ   g34loopdone0
+	G34ROWSF32(0)
+	G34FMA(0)
+	ADDQ $128, AX
+	ADDQ $128, R13
+	DECQ CX
+	JMP  g34loop0
+g34loopdone0:
+	G34STOREACC(0)
+	G34LOADACC(384)
+	XORQ AX, AX
+	XORQ R13, R13
+	MOVQ BX, CX
+g34loop1:
+	TESTQ CX, CX
+	JEQ   g34loopdone1
+	G34ROWSF32(32)
+	G34FMA(32)
+	ADDQ $128, AX
+	ADDQ $128, R13
+	DECQ CX
+	JMP  g34loop1
+g34loopdone1:
+	G34STOREACC(384)
+	G34LOADACC(768)
+	XORQ AX, AX
+	XORQ R13, R13
+	MOVQ BX, CX
+g34loop2:
+	TESTQ CX, CX
+	JEQ   g34loopdone2
+	G34ROWSF32(64)
+	G34FMA(64)
+	ADDQ $128, AX
+	ADDQ $128, R13
+	DECQ CX
+	JMP  g34loop2
+g34loopdone2:
+	G34STOREACC(768)
+	G34LOADACC(1152)
+	XORQ AX, AX
+	XORQ R13, R13
+	MOVQ BX, CX
+g34loop3:
+	TESTQ CX, CX
+	JEQ   g34loopdone3
+	G34ROWSF32(96)
+	G34FMA(96)
+	ADDQ $128, AX
+	ADDQ $128, R13
+	DECQ CX
+	JMP  g34loop3
+g34loopdone3:
+	G34STOREACC(1152)
+	VZEROUPPER
+	RET
+
+// func gemmF16x3x4AVX2(a []uint16, lda int, x []float32, ldx int, blocks int, acc *[384]float32)
+// gemmF32x3x4AVX2 for binary16 weights, widened in registers (exactly, by
+// VCVTPH2PS) as dotF16AVX2 widens them: the partial sums are those of
+// dotF16AVX2, so reducing them gives its results bit for bit.
+TEXT ·gemmF16x3x4AVX2(SB), NOSPLIT, $0-80
+	G34SETUP(2)
+	G34LOADACC(0)
+	XORQ AX, AX
+	XORQ R13, R13
+	MOVQ BX, CX
+h34loop0:
+	TESTQ CX, CX
+	JEQ   h34loopdone0
+	G34ROWSF16(0)
+	G34FMA(0)
+	ADDQ $128, AX
+	ADDQ $64, R13
+	DECQ CX
+	JMP  h34loop0
+h34loopdone0:
+	G34STOREACC(0)
+	G34LOADACC(384)
+	XORQ AX, AX
+	XORQ R13, R13
+	MOVQ BX, CX
+h34loop1:
+	TESTQ CX, CX
+	JEQ   h34loopdone1
+	G34ROWSF16(16)
+	G34FMA(32)
+	ADDQ $128, AX
+	ADDQ $64, R13
+	DECQ CX
+	JMP  h34loop1
+h34loopdone1:
+	G34STOREACC(384)
+	G34LOADACC(768)
+	XORQ AX, AX
+	XORQ R13, R13
+	MOVQ BX, CX
+h34loop2:
+	TESTQ CX, CX
+	JEQ   h34loopdone2
+	G34ROWSF16(32)
+	G34FMA(64)
+	ADDQ $128, AX
+	ADDQ $64, R13
+	DECQ CX
+	JMP  h34loop2
+h34loopdone2:
+	G34STOREACC(768)
+	G34LOADACC(1152)
+	XORQ AX, AX
+	XORQ R13, R13
+	MOVQ BX, CX
+h34loop3:
+	TESTQ CX, CX
+	JEQ   h34loopdone3
+	G34ROWSF16(48)
+	G34FMA(96)
+	ADDQ $128, AX
+	ADDQ $64, R13
+	DECQ CX
+	JMP  h34loop3
+h34loopdone3:
+	G34STOREACC(1152)
+	VZEROUPPER
 	RET

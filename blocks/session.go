@@ -31,18 +31,10 @@ var _ Session = (*cpuSession)(nil)
 // ctx's error when ctx ends (checked before each block; the caches then
 // hold positions 0..pos-1).
 func (s *cpuSession) Forward(ctx context.Context, pos int, hidden []float32, nTokens int) ([]float32, error) {
-	info := &s.e.info
-	switch {
-	case s.closed:
-		return nil, fmt.Errorf("%w: session over %s", ErrClosed, s.span)
-	case nTokens < 1 || len(hidden) != nTokens*info.DModel:
-		return nil, fmt.Errorf("%w: %d hidden values for %d tokens, want nTokens >= 1 and nTokens*d_model = %d",
-			ErrArgument, len(hidden), nTokens, max(nTokens, 0)*info.DModel)
-	case pos < 0 || pos > s.length:
-		return nil, fmt.Errorf("%w: position %d, the caches hold %d (want 0..%d)", ErrPosition, pos, s.length, s.length)
-	case pos+nTokens > s.maxLength:
-		return nil, fmt.Errorf("%w: positions %d..%d past the session's max length %d", ErrPosition, pos, pos+nTokens-1, s.maxLength)
+	if err := s.check(pos, hidden, nTokens); err != nil {
+		return nil, err
 	}
+	info := &s.e.info
 	s.e.mu.RLock()
 	defer s.e.mu.RUnlock()
 	if s.e.closed {
@@ -62,10 +54,28 @@ func (s *cpuSession) Forward(ctx context.Context, pos int, hidden []float32, nTo
 			return nil, fmt.Errorf("blocks: forward at position %d: %w", pos, err)
 		}
 		l := s.e.layers[s.span.Start-s.e.span.Start+i]
-		s.e.forwardBlock(l, &s.caches[i], &s.scratch, x, nTokens, pos)
+		s.e.forwardBlock(l, []seg{{c: &s.caches[i], n: nTokens, pos: pos}}, &s.scratch, x, nTokens)
 	}
 	s.length = pos + nTokens
 	return x, nil
+}
+
+// check returns the error Forward gives for its arguments before running,
+// or nil.
+func (s *cpuSession) check(pos int, hidden []float32, nTokens int) error {
+	d := s.e.info.DModel
+	switch {
+	case s.closed:
+		return fmt.Errorf("%w: session over %s", ErrClosed, s.span)
+	case nTokens < 1 || len(hidden) != nTokens*d:
+		return fmt.Errorf("%w: %d hidden values for %d tokens, want nTokens >= 1 and nTokens*d_model = %d",
+			ErrArgument, len(hidden), nTokens, max(nTokens, 0)*d)
+	case pos < 0 || pos > s.length:
+		return fmt.Errorf("%w: position %d, the caches hold %d (want 0..%d)", ErrPosition, pos, s.length, s.length)
+	case pos+nTokens > s.maxLength:
+		return fmt.Errorf("%w: positions %d..%d past the session's max length %d", ErrPosition, pos, pos+nTokens-1, s.maxLength)
+	}
+	return nil
 }
 
 // Len is the number of positions held in the attention caches.

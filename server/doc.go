@@ -4,8 +4,10 @@
 // tau and prefill time per block tauI(l) at start-up (cached per model, span
 // and hardware), admits sessions by the memory model (2) of paper 003 via
 // server/admission (a session that does not fit waits, FIFO, up to the
-// client's alloc_timeout, and is told so with Waiting frames), runs each
-// session's steps off the connection's read loop, advertises itself on
+// client's alloc_timeout, and is told so with Waiting frames), runs the
+// steps of all sessions off the connections' read loops through one step
+// loop that batches them into one pass over the weights (stepper.go),
+// advertises itself on
 // GET /v1/info, and shuts down gracefully: stop admitting, let open sessions
 // finish for a drain timeout, then tell the rest to fail over.
 //

@@ -24,7 +24,7 @@ import (
 
 // measureSchema versions the cache file layout and the measuring method;
 // bump it when either changes so old entries are ignored.
-const measureSchema = 2
+const measureSchema = 3
 
 // Measuring parameters: decodeSteps single-token steps at positions spread
 // evenly over the first decodeWindow positions (their median divided by the
@@ -47,6 +47,9 @@ type timing struct {
 	Tau float64 `json:"tau"`
 	// TauI is the prefill time per block, fit linearly in the input length.
 	TauI swarm.PrefillFit `json:"tau_i"`
+	// TauBatch is the decode time per block of a batch of single-token
+	// steps of b sessions, for b in batchSizes.
+	TauBatch []swarm.BatchTau `json:"tau_batch"`
 	// Detail is what /v1/info shows under "measurement".
 	Detail api.Measurement `json:"detail"`
 }
@@ -273,7 +276,11 @@ func measure(ctx context.Context, e blocks.Engine) (timing, error) {
 	if !(tau > 0) {
 		tau = math.SmallestNonzeroFloat64 // a clock too coarse for the span
 	}
-	return timing{Tau: tau, TauI: fit, Detail: api.Measurement{
+	byBatch, err := measureBatches(ctx, batchEngine(e), input[:d])
+	if err != nil {
+		return timing{}, fmt.Errorf("%w: %w", ErrMeasure, err)
+	}
+	return timing{Tau: tau, TauI: fit, TauBatch: byBatch, Detail: api.Measurement{
 		DecodeSteps: len(dec), DecodePositions: positions, PrefillLengths: lengths, PrefillSeconds: ys,
 		Hardware: hardware(), MeasuredAt: time.Now().UTC().Format(time.RFC3339),
 	}}, nil

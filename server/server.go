@@ -33,7 +33,8 @@ type Server struct {
 	memory     int64
 	adm        *admission.Controller
 	timing     timing
-	maxPayload int // largest frame payload accepted, bytes
+	steps      *stepper // the step loop all sessions compute through
+	maxPayload int      // largest frame payload accepted, bytes
 	upgrader   websocket.Upgrader
 
 	draining chan struct{} // closed when Shutdown starts
@@ -118,7 +119,7 @@ func newServer(ctx context.Context, cfg Config, log *slog.Logger, engine blocks.
 	}
 	return &Server{
 		cfg: cfg, log: log, engine: engine, info: info, maxLength: maxLength, memory: memory,
-		adm: adm, timing: t,
+		adm: adm, timing: t, steps: newStepper(batchEngine(engine), batchTokens, log),
 		maxPayload: wire.MaxStepPayload(maxLength, info.DModel),
 		upgrader: websocket.Upgrader{
 			// Clients are programs, not browsers: any origin may connect.
@@ -170,7 +171,7 @@ func (s *Server) Info() api.Info {
 	return api.Info{
 		ServerInfo: swarm.ServerInfo{
 			ID: id, Model: s.info.Name, Span: s.cfg.Blocks, ModelBlocks: s.info.NBlocks,
-			Tau: s.timing.Tau, TauI: s.timing.TauI,
+			Tau: s.timing.Tau, TauI: s.timing.TauI, TauBatch: s.timing.TauBatch,
 			MemoryBytes: s.memory, CacheBytesCapacity: s.adm.CacheBudget(), CacheBytesPerToken: s.info.CacheBytesPerToken,
 			CacheBytesFree: snap.CacheBytesFree,
 			Sessions:       snap.Loads(), Endpoints: endpoints, ProtocolVersion: swarm.ProtocolVersion,
@@ -352,6 +353,7 @@ func (s *Server) Close() error {
 	s.mu.Lock()
 	s.closedLocked = true
 	s.mu.Unlock()
+	s.steps.Close()
 	return s.engine.Close()
 }
 

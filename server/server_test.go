@@ -124,6 +124,12 @@ func TestInfo(t *testing.T) {
 	require.Equal(t, []int{28, 56, 85, 113, 141, 170, 198, 226, 255}, got.Measurement.DecodePositions)
 	require.False(t, got.Measurement.Cached)
 	require.Contains(t, got.Measurement.Hardware, "GOMAXPROCS=")
+	var batches []int
+	for _, bt := range got.TauBatch {
+		batches = append(batches, bt.Batch)
+		require.Positive(t, bt.Tau, "batch %d", bt.Batch)
+	}
+	require.Equal(t, []int{1, 2, 4, 8, 16}, batches, "tau as a function of the batch size")
 
 	resp, err = http.Post("http://"+ln.Addr().String()+api.InfoPath, "text/plain", nil)
 	require.NoError(t, err)

@@ -137,8 +137,10 @@ func (s *session) release() {
 	s.c.s.notifyLoad()
 }
 
-// forward runs one step through the session's blocks and answers Result
-// (or Error).
+// forward runs one step through the session's blocks, in a batch with the
+// steps of other sessions (Server.steps), and answers Result (or Error).
+// The Result's Compute is the time from the step's start to its answer,
+// waiting for the running batch included.
 func (s *session) forward(st *wire.Step) {
 	h := st.Hidden
 	d := s.c.s.info.DModel
@@ -151,7 +153,7 @@ func (s *session) forward(st *wire.Step) {
 		return
 	}
 	now := time.Now()
-	out, err := s.es.Forward(s.c.ctx, st.Position, h.Data, h.NTokens)
+	out, err := s.c.s.steps.forward(s.c.ctx, s.es, st.Position, h.Data, h.NTokens)
 	compute := time.Since(now)
 	if err != nil {
 		s.c.sendError(s.id, fmt.Errorf("server: step at position %d: %w", st.Position, err))

@@ -70,6 +70,18 @@ type PrefillFit struct {
 // At returns tauI(l) in seconds per block for an input of l tokens.
 func (f PrefillFit) At(l int) float64 { return f.Intercept + f.Slope*float64(l) }
 
+// BatchTau is the measured decode time per block of one batch of decode
+// steps: a server that batches the steps of its sessions into one pass over
+// its weights computes Batch single-token steps (of Batch different
+// sessions) through m blocks in about m*Tau seconds, for all of them
+// together. Decode is memory-bound, so Tau grows much slower than Batch.
+type BatchTau struct {
+	// Batch is the number of sessions' single-token steps in the batch, >= 1.
+	Batch int `json:"batch"`
+	// Tau is the time per block for the whole batch, seconds.
+	Tau float64 `json:"tau"`
+}
+
 // SessionLoad is one open session as a server advertises it: the inputs of
 // the waiting time t^W of paper 003 eq. (20).
 type SessionLoad struct {
@@ -100,6 +112,14 @@ type ServerInfo struct {
 	Tau float64 `json:"tau"`
 	// TauI is the measured prefill time per block, fit linearly in the input length.
 	TauI PrefillFit `json:"tau_i"`
+	// TauBatch is the measured decode time per block as a function of the
+	// batch size (seconds per block for a whole batch of single-token steps
+	// of that many sessions), sorted by Batch, for batches of 1, 2, 4, ...
+	// sessions. Empty when the server does not batch or did not measure it
+	// (older servers; full-range servers). Admission and routing do not use
+	// it yet: with it, a router can price the extra session on a busy server
+	// at TauBatch(b+1)-TauBatch(b) rather than Tau.
+	TauBatch []BatchTau `json:"tau_batch,omitempty"`
 	// MemoryBytes is M_j, the bytes available for blocks and attention caches.
 	MemoryBytes int64 `json:"memory_bytes"`
 	// CacheBytesCapacity is the attention-cache memory in bytes: M_j minus the

@@ -43,6 +43,7 @@ durations use Go syntax ("10ms"), sizes are bytes.`,
 		newStatusCmd(),
 		newRegistryCmd(),
 		newProxyCmd(),
+		newBenchCmd(),
 	)
 	return root
 }

@@ -1,0 +1,158 @@
+package blocks_test
+
+import (
+	"context"
+	"math"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/swarmllm/swarm/blocks"
+	"github.com/swarmllm/swarm/blocks/synth"
+	"github.com/swarmllm/swarm/swarm"
+)
+
+// requireBits requires got to equal want bit for bit.
+func requireBits(t *testing.T, want, got []float32, msgAndArgs ...any) {
+	t.Helper()
+	require.Len(t, got, len(want), msgAndArgs...)
+	for i := range want {
+		if math.Float32bits(want[i]) != math.Float32bits(got[i]) {
+			require.Failf(t, "values differ", "index %d: want %v, got %v", append([]any{i, want[i], got[i]}, msgAndArgs...)...)
+		}
+	}
+}
+
+// batchCase is one session of TestForwardBatchBitIdentical: its sub-span,
+// its prompt, and the decode tokens that follow it.
+type batchCase struct {
+	span   swarm.Span
+	prompt []int
+	decode []int
+}
+
+// TestForwardBatchBitIdentical runs sessions with different sub-spans,
+// prompt lengths and decode steps, first each alone through Session.Forward,
+// then all together through ForwardBatch (prefill chunks mixed with decode
+// steps of the others, in batches whose composition changes every step),
+// and requires every output bit for bit equal, for every weight dtype.
+func TestForwardBatchBitIdentical(t *testing.T) {
+	for _, dt := range []swarm.DType{swarm.DTypeF32, swarm.DTypeF16, swarm.DTypeBF16, swarm.DTypeQ8_0} {
+		t.Run(dt.String(), func(t *testing.T) {
+			c := smallConfig(dt)
+			c.Dim, c.FFN, c.Heads, c.KVHeads = 64, 160, 4, 2 // q8_0 needs multiples of 32; grouped-query attention
+			path := filepath.Join(t.TempDir(), "model.gguf")
+			require.NoError(t, synth.WriteGGUF(path, c))
+			l := load(t, path)
+			be, ok := l.engine.(blocks.BatchEngine)
+			require.True(t, ok, "the CPU engine implements BatchEngine")
+			cases := []batchCase{
+				{swarm.Span{Start: 0, End: 3}, []int{1, 5, 9, 13, 17, 21, 25}, []int{2, 3, 4, 5}},
+				{swarm.Span{Start: 0, End: 3}, []int{1, 7}, []int{8, 9, 10, 11, 12, 13}},
+				{swarm.Span{Start: 1, End: 3}, []int{1, 2, 3, 4}, []int{6, 6, 6}},
+				{swarm.Span{Start: 0, End: 1}, []int{3}, []int{4, 5, 6, 7, 8}},
+				{swarm.Span{Start: 0, End: 3}, []int{1, 30, 31, 32, 33, 34, 35, 36, 37, 38, 39}, []int{40}},
+			}
+			want := make([][][]float32, len(cases))
+			for i, bc := range cases {
+				s, err := l.engine.NewSession(bc.span, 32)
+				require.NoError(t, err)
+				for _, in := range stepsOf(t, l, bc) {
+					y, err := s.Forward(context.Background(), in.Pos, in.Hidden, in.NTokens)
+					require.NoError(t, err)
+					want[i] = append(want[i], y)
+				}
+				require.NoError(t, s.Close())
+			}
+
+			// All together: session i starts at round i, so prefills
+			// overlap the decode steps of the sessions before.
+			sessions := make([]blocks.Session, len(cases))
+			steps := make([][]blocks.Step, len(cases))
+			for i, bc := range cases {
+				var err error
+				sessions[i], err = l.engine.NewSession(bc.span, 32)
+				require.NoError(t, err)
+				steps[i] = stepsOf(t, l, bc)
+			}
+			got := make([][][]float32, len(cases))
+			for round := 0; ; round++ {
+				var batch []blocks.Step
+				var who []int
+				for i := range cases {
+					k := round - i
+					if k >= 0 && k < len(steps[i]) {
+						st := steps[i][k]
+						st.Session = sessions[i]
+						batch = append(batch, st)
+						who = append(who, i)
+					}
+				}
+				if len(batch) == 0 && round > len(cases) {
+					break
+				}
+				for j, r := range be.ForwardBatch(context.Background(), batch) {
+					require.NoError(t, r.Err)
+					got[who[j]] = append(got[who[j]], r.Hidden)
+				}
+			}
+			for i := range cases {
+				require.Len(t, got[i], len(want[i]))
+				for k := range want[i] {
+					requireBits(t, want[i][k], got[i][k], "session %d step %d", i, k)
+				}
+				require.Equal(t, len(cases[i].prompt)+len(cases[i].decode), sessions[i].Len())
+			}
+		})
+	}
+}
+
+// stepsOf returns a case's steps without their session: the prompt in one
+// prefill, then one decode step per token.
+func stepsOf(t *testing.T, l loaded, bc batchCase) []blocks.Step {
+	t.Helper()
+	x, err := l.head.Embed(bc.prompt)
+	require.NoError(t, err)
+	steps := []blocks.Step{{Pos: 0, Hidden: x, NTokens: len(bc.prompt)}}
+	for k, tok := range bc.decode {
+		x, err := l.head.Embed([]int{tok})
+		require.NoError(t, err)
+		steps = append(steps, blocks.Step{Pos: len(bc.prompt) + k, Hidden: x, NTokens: 1})
+	}
+	return steps
+}
+
+// TestForwardBatchErrors checks that a bad step fails alone: the others of
+// its batch still run.
+func TestForwardBatchErrors(t *testing.T) {
+	l := tinyModel(t)
+	be := l.engine.(blocks.BatchEngine)
+	x, err := l.head.Embed([]int{1, 2})
+	require.NoError(t, err)
+	d := l.head.Info().DModel
+	good, err := l.engine.NewSession(l.engine.Span(), 4)
+	require.NoError(t, err)
+	other, err := l.engine.NewSession(l.engine.Span(), 4)
+	require.NoError(t, err)
+	res := be.ForwardBatch(context.Background(), []blocks.Step{
+		{Session: good, Pos: 0, Hidden: x, NTokens: 2},
+		{Session: good, Pos: 0, Hidden: x, NTokens: 2},      // twice
+		{Session: other, Pos: 3, Hidden: x[:d], NTokens: 1}, // past Len
+		{Session: other, Pos: 0, Hidden: x[:d], NTokens: 2}, // short input
+		{Session: nil, Pos: 0, Hidden: x[:d], NTokens: 1},   // no session
+	})
+	require.NoError(t, res[0].Err)
+	require.Len(t, res[0].Hidden, 2*d)
+	require.ErrorIs(t, res[1].Err, blocks.ErrArgument)
+	require.ErrorIs(t, res[2].Err, blocks.ErrPosition)
+	require.ErrorIs(t, res[3].Err, blocks.ErrArgument)
+	require.ErrorIs(t, res[4].Err, blocks.ErrArgument)
+	require.Equal(t, 2, good.Len())
+	require.Equal(t, 0, other.Len())
+
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	res = be.ForwardBatch(ctx, []blocks.Step{{Session: other, Pos: 0, Hidden: x[:d], NTokens: 1}})
+	require.ErrorIs(t, res[0].Err, context.Canceled)
+}

@@ -1,0 +1,56 @@
+package blocks
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// TestGemmTileMatchesDot requires every value of gemmTile to equal dotF32
+// (float32 rows) or dotF16 (binary16 rows) of its row and input bit for bit, for tiles with leftover rows and inputs:
+// the batched path must not change a row's result.
+func TestGemmTileMatchesDot(t *testing.T) {
+	if gemmF32x3x4 == nil {
+		t.Skip("no GEMM kernel in this build (portable kernels): mulRows uses dotF32x2")
+	}
+	rng := rand.New(rand.NewPCG(3, 4))
+	for _, cols := range []int{32, 96, 4096} {
+		for _, nr := range []int{1, 3, 5, 12} {
+			for _, n := range []int{1, 2, 4, 7, 9} {
+				rows := make([]float32, nr*cols)
+				x := make([]float32, n*cols)
+				for i := range rows {
+					rows[i] = float32(rng.NormFloat64())
+				}
+				for i := range x {
+					x[i] = float32(rng.NormFloat64())
+				}
+				// The same values as binary16, widened in the kernel, against dotF16.
+				w := make([]uint16, len(rows))
+				for i, v := range rows {
+					w[i] = f32ToF16(v)
+				}
+				for name, tc := range map[string]struct {
+					tile tileRows
+					dot  func(r int, x []float32) float32
+				}{
+					"f32": {f32Tile(rows, nr, cols), func(r int, x []float32) float32 { return dotF32(rows[r*cols:(r+1)*cols], x) }},
+					"f16": {f16Tile(w, nr, cols), func(r int, x []float32) float32 { return dotF16(w[r*cols:(r+1)*cols], x) }},
+				} {
+					const outRows, r0 = 20, 2
+					out := make([]float32, n*outRows)
+					gemmTile(out, outRows, r0, tc.tile, x, n)
+					for tt := range n {
+						for r := range nr {
+							want := tc.dot(r, x[tt*cols:(tt+1)*cols])
+							require.Equal(t, math.Float32bits(want), math.Float32bits(out[tt*outRows+r0+r]),
+								"%s: cols %d rows %d inputs %d: row %d input %d", name, cols, nr, n, r, tt)
+						}
+					}
+				}
+			}
+		}
+	}
+}

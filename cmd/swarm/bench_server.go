@@ -1,0 +1,85 @@
+package main
+
+import (
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/swarmllm/swarm/server/serverbench"
+	"github.com/swarmllm/swarm/swarm"
+)
+
+// newBenchCmd is `swarm bench`, the parent of the benchmarks that need no
+// other command's context.
+func newBenchCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "bench",
+		Short: "Benchmark parts of the swarm on this machine",
+		Args:  cobra.NoArgs,
+	}
+	cmd.AddCommand(newBenchServerCmd())
+	return cmd
+}
+
+const benchServerLong = `bench server measures one server's decode throughput under concurrency. It
+starts a server for --blocks of --model in this process and, for each N in
+--concurrency, opens N sessions on loopback websockets, prefills a --prompt
+token prompt in each, runs --warmup untimed decode steps, then times --tokens
+single-token decode steps of all N sessions at once. It prints the aggregate
+decode tok/s, the mean time per output token of a session (TPOT) and the
+GFLOP/s of the span's matrix products at that rate. With --prefill L it then
+times a prompt of L tokens sent as one step against the same prompt sent one
+token per step.
+
+Client and server share this machine's CPUs; the client side is small (no
+model head, synthetic hidden states).
+
+Example:
+  swarm bench server --model 7b.gguf --blocks 0:4 --concurrency 1,4,16 --tokens 64 --json`
+
+func newBenchServerCmd() *cobra.Command {
+	cfg := serverbench.DefaultConfig()
+	var blocks, concurrency string
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "server --model PATH --blocks START:END [--concurrency 1,4,16] [--tokens N] [--json]",
+		Short: "Measure a server's aggregate decode throughput with N concurrent sessions",
+		Long:  benchServerLong,
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			span, err := swarm.ParseSpan(blocks)
+			if err != nil {
+				return fmt.Errorf("%w: --blocks %q: %w", errUsage, blocks, err)
+			}
+			cfg.Blocks = span
+			if cfg.Concurrency, err = serverbench.ParseConcurrency(concurrency); err != nil {
+				return fmt.Errorf("%w: --concurrency: %w", errUsage, err)
+			}
+			if err := cfg.Validate(); err != nil {
+				return fmt.Errorf("%w: %w", errUsage, err)
+			}
+			rep, err := serverbench.Run(cmd.Context(), cfg, nil)
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				return rep.WriteJSON(cmd.OutOrStdout())
+			}
+			return rep.WriteTable(cmd.OutOrStdout())
+		},
+	}
+	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {
+		return fmt.Errorf("%w: %w", errUsage, err)
+	})
+	f := cmd.Flags()
+	f.StringVar(&cfg.Model, "model", "", "model: a .gguf file, a llama2.c .bin checkpoint or a Hugging Face directory (required)")
+	f.StringVar(&blocks, "blocks", "", "span of blocks to serve, START:END, 0-based half-open (required)")
+	f.StringVar(&concurrency, "concurrency", "1,4,16", "comma-separated numbers of concurrent sessions")
+	f.IntVar(&cfg.Tokens, "tokens", cfg.Tokens, "timed decode steps per session")
+	f.IntVar(&cfg.Prompt, "prompt", cfg.Prompt, "prompt tokens each session prefills before decoding")
+	f.IntVar(&cfg.Warmup, "warmup", cfg.Warmup, "untimed decode steps per session before the timed ones")
+	f.IntVar(&cfg.Prefill, "prefill", cfg.Prefill, "prompt length of the prefill comparison (one step vs one token per step); 0 skips it")
+	f.StringVar(&cfg.MeasureCacheDir, "measure-cache", "", "the server's measurement cache directory (default: the user cache dir)")
+	f.BoolVar(&asJSON, "json", false, `print {"results":[{"concurrency":N,"aggregate_tok_s":..,"tpot_s":..,"gflops":..},...],"prefill":{...}}`)
+	return cmd
+}
