@@ -142,6 +142,9 @@ func (h *hopConn) step(ctx context.Context, pos int, x []float32, n, d int, time
 					return stepResult{}, fmt.Errorf("%w: %s answered step (session %q, position %d, [%d, %d]) with result (session %q, position %d, [%d, %d])",
 						ErrProtocol, h.ep.Inference, h.sid, pos, n, d, f.SessionID, f.Position, f.Hidden.NTokens, f.Hidden.DModel)
 				}
+				if i := wire.FirstNonFinite(f.Hidden.Data); i >= 0 {
+					return stepResult{}, fmt.Errorf("%w: %s returned %g at token %d, column %d of position %d", ErrBadOutput, h.ep.Inference, f.Hidden.Data[i], i/d, i%d, pos)
+				}
 				elapsed := time.Since(start)
 				compute := seconds(f.Compute)
 				return stepResult{hidden: f.Hidden.Data, compute: compute, rtt: max(elapsed-compute, 0)}, nil
@@ -224,7 +227,7 @@ func failoverWorthy(err error) bool {
 		}
 		return false
 	}
-	return errors.Is(err, api.ErrClosed) || errors.Is(err, ErrStepTimeout) || errors.Is(err, ErrProtocol)
+	return errors.Is(err, api.ErrClosed) || errors.Is(err, ErrStepTimeout) || errors.Is(err, ErrProtocol) || errors.Is(err, ErrBadOutput)
 }
 
 // seconds converts a wire time in seconds (finite, >= 0: the decoder checks)

@@ -33,6 +33,9 @@ var (
 	// ErrProtocol: a server answered with a frame the protocol does not
 	// allow there.
 	ErrProtocol = errors.New("client: protocol violation")
+	// ErrBadOutput: a server returned hidden states holding NaN or an
+	// infinity; the hop fails over like a dead server.
+	ErrBadOutput = errors.New("client: server returned non-finite hidden states")
 	// ErrArgument: a call's argument is out of range (position, length).
 	ErrArgument = errors.New("client: bad argument")
 )

@@ -19,6 +19,7 @@ var (
 	errUnknownSession = errors.New("server: unknown session")
 	errDType          = errors.New("server: wrong hidden-state dtype")
 	errShape          = errors.New("server: wrong hidden-state shape")
+	errNotFinite      = errors.New("server: hidden states not finite")
 	errOverload       = errors.New("server: too many steps in flight")
 )
 
@@ -41,6 +42,8 @@ func errorCode(err error) wire.Code {
 		return wire.CodeUnknownSession
 	case errors.Is(err, errDType):
 		return wire.CodeBadDType
+	case errors.Is(err, errNotFinite):
+		return wire.CodeBadValue
 	case errors.Is(err, errShape), errors.Is(err, blocks.ErrArgument):
 		return wire.CodeBadShape
 	case errors.Is(err, admission.ErrBadRequest):

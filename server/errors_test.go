@@ -1,6 +1,7 @@
 package server_test
 
 import (
+	"math"
 	"net/http"
 	"testing"
 	"time"
@@ -41,6 +42,8 @@ func TestRequestErrors(t *testing.T) {
 		{"wrong dtype", step(0, 1, 64, swarm.DTypeF16), wire.CodeBadDType, "step in f16, the session was opened with f32"},
 		{"wrong d_model", step(0, 1, 32, swarm.DTypeF32), wire.CodeBadShape, "hidden states [1, 32], want [n, 64]"},
 		{"gap", step(3, 1, 64, swarm.DTypeF32), wire.CodeBadPosition, "position 3, the caches hold 0"},
+		{"NaN", &wire.Step{SessionID: sid, Hidden: wire.Hidden{DType: swarm.DTypeF32, NTokens: 2, DModel: 64, Data: nonFinite(2*64, 64+5)}},
+			wire.CodeBadValue, "value NaN at token 1, column 5"},
 		{"past max length", step(0, 9, 64, swarm.DTypeF32), wire.CodeBadPosition, "past the session's max length 8"},
 	}
 	for _, tt := range tests {
@@ -53,6 +56,13 @@ func TestRequestErrors(t *testing.T) {
 	}
 	p.send(step(0, 1, 64, swarm.DTypeF32))
 	require.Equal(t, sid, expect[*wire.Result](p).SessionID, "the session still works")
+}
+
+// nonFinite returns n zeros with a NaN at index at.
+func nonFinite(n, at int) []float32 {
+	x := make([]float32, n)
+	x[at] = float32(math.NaN())
+	return x
 }
 
 // TestMalformedFrames: each malformed or oversized message gets an Error

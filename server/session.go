@@ -152,6 +152,10 @@ func (s *session) forward(st *wire.Step) {
 		s.c.sendError(s.id, fmt.Errorf("%w: hidden states [%d, %d], want [n, %d] (d_model)", errShape, h.NTokens, h.DModel, d))
 		return
 	}
+	if i := wire.FirstNonFinite(h.Data); i >= 0 {
+		s.c.sendError(s.id, fmt.Errorf("%w: value %g at token %d, column %d", errNotFinite, h.Data[i], i/d, i%d))
+		return
+	}
 	now := time.Now()
 	out, err := s.c.s.steps.forward(s.c.ctx, s.es, st.Position, h.Data, h.NTokens)
 	compute := time.Since(now)

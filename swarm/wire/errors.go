@@ -83,6 +83,8 @@ const (
 	CodeBadDType
 	// CodeBadShape: a Step's hidden states are not [n, d_model] of the model.
 	CodeBadShape
+	// CodeBadValue: a Step's hidden states hold NaN or an infinity.
+	CodeBadValue
 	codeEnd
 )
 
@@ -100,6 +102,7 @@ var codeNames = [...]string{
 	CodeBadPosition:        "BadPosition",
 	CodeBadDType:           "BadDType",
 	CodeBadShape:           "BadShape",
+	CodeBadValue:           "BadValue",
 }
 
 // String returns the code's name, e.g. "NoRoom", or "Code(42)" for a code

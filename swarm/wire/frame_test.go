@@ -242,6 +242,7 @@ func TestCodeNames(t *testing.T) {
 		{wire.CodeBadPosition, "BadPosition"},
 		{wire.CodeBadDType, "BadDType"},
 		{wire.CodeBadShape, "BadShape"},
+		{wire.CodeBadValue, "BadValue"},
 		{wire.Code(1000), "Code(1000)"},
 	}
 	for _, tt := range tests {

@@ -161,3 +161,17 @@ func BF16FromFloat32(f float32) uint16 {
 func Float32FromBF16(h uint16) float32 {
 	return math.Float32frombits(uint32(h) << 16)
 }
+
+// FirstNonFinite returns the index of the first NaN or infinite value of
+// x, or -1 when every value is finite. Hidden states must be finite: the
+// server refuses a Step that is not (CodeBadValue) and the client treats
+// a Result that is not as a failed server.
+func FirstNonFinite(x []float32) int {
+	for i, v := range x {
+		// v-v is 0 for finite v and NaN for NaN and the infinities.
+		if v-v != 0 {
+			return i
+		}
+	}
+	return -1
+}

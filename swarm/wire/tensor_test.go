@@ -134,3 +134,21 @@ func TestTensorRoundTripError(t *testing.T) {
 		}
 	}
 }
+
+// TestFirstNonFinite finds the first NaN or infinity, and only those.
+func TestFirstNonFinite(t *testing.T) {
+	nan, inf := float32(math.NaN()), float32(math.Inf(1))
+	tests := []struct {
+		x    []float32
+		want int
+	}{
+		{nil, -1},
+		{[]float32{0, -1, math.MaxFloat32, -math.MaxFloat32, math.SmallestNonzeroFloat32}, -1},
+		{[]float32{1, nan}, 1},
+		{[]float32{inf, nan}, 0},
+		{[]float32{1, 2, -inf}, 2},
+	}
+	for _, tt := range tests {
+		require.Equal(t, tt.want, wire.FirstNonFinite(tt.x), "%v", tt.x)
+	}
+}
