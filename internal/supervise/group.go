@@ -124,6 +124,11 @@ func (g *Group) Stop() error {
 		for _, c := range g.children {
 			select {
 			case <-c.done:
+				continue // already gone: never count it as killed
+			default:
+			}
+			select {
+			case <-c.done:
 			case <-timer.C:
 				timer.Reset(0) // expired: kill the rest without waiting again
 				_ = c.Cmd.Process.Kill()
