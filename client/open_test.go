@@ -1,17 +1,17 @@
 package client_test
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"log/slog"
 	"net"
 	"path/filepath"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/swarmllm/swarm/internal/testenv"
 
 	"github.com/swarmllm/swarm/api"
 	"github.com/swarmllm/swarm/blocks/synth"
@@ -98,7 +98,7 @@ func TestOpenSkipsServerThatRefuses(t *testing.T) {
 	require.NoError(t, err)
 	defer holder.Close()
 
-	var logs syncBuffer
+	var logs testenv.Buffer
 	c, err := client.New(loadHead(t, model), []string{capped.url, other.url}, client.WithAllocTimeout(0),
 		client.WithLogger(slog.New(slog.NewTextHandler(&logs, nil))))
 	require.NoError(t, err)
@@ -108,24 +108,6 @@ func TestOpenSkipsServerThatRefuses(t *testing.T) {
 	require.Equal(t, other.url, sess.Chain()[0].Server)
 	require.Contains(t, logs.String(), "choosing again without it", "the capped server was tried first")
 	require.Contains(t, logs.String(), capped.url)
-}
-
-// syncBuffer is a bytes.Buffer safe for concurrent writers.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 // TestWaitHook: a server with room for one session queues a second; the

@@ -26,7 +26,7 @@ import (
 type proc struct {
 	cmd    *exec.Cmd
 	url    string
-	stderr *syncBuffer
+	stderr *testenv.Buffer
 	done   chan struct{} // closed once the process has exited and been waited for
 	err    error         // cmd.Wait's result, after done
 }
@@ -59,7 +59,7 @@ func startServe(t *testing.T, args ...string) *proc {
 	args = append([]string{"serve", "--listen", "127.0.0.1:0", "--measure-cache", t.TempDir(), "--log-level", "debug"}, args...)
 	cmd := exec.Command(testenv.SwarmBinary(t), args...)
 	ready := make(chan string, 1)
-	p := &proc{cmd: cmd, stderr: &syncBuffer{}, done: make(chan struct{})}
+	p := &proc{cmd: cmd, stderr: &testenv.Buffer{}, done: make(chan struct{})}
 	cmd.Stdout = &firstLine{line: ready}
 	cmd.Stderr = p.stderr
 	require.NoError(t, cmd.Start())

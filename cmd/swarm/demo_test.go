@@ -57,7 +57,7 @@ func requireGone(t *testing.T, pids []int) {
 // three servers, their stats, and leaves no server process behind.
 func TestDemoEndToEnd(t *testing.T) {
 	cmd := demoCommand(t, "--temperature", "0", "--prompt", "", "--max-tokens", "60", "--seed", "1")
-	var out, errOut lockedBuffer
+	var out, errOut testenv.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errOut
 	require.NoError(t, cmd.Run(), errOut.String())
 

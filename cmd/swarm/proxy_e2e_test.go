@@ -24,7 +24,7 @@ import (
 type proc struct {
 	cmd    *exec.Cmd
 	url    string
-	stderr *lockedBuffer
+	stderr *testenv.Buffer
 	done   chan struct{}
 	err    error
 }
@@ -33,7 +33,7 @@ type proc struct {
 // prefix and returns the rest of that line as url. Cleanup kills it.
 func startProc(t *testing.T, cmd *exec.Cmd, prefix string) *proc {
 	t.Helper()
-	p := &proc{cmd: cmd, stderr: &lockedBuffer{}, done: make(chan struct{})}
+	p := &proc{cmd: cmd, stderr: &testenv.Buffer{}, done: make(chan struct{})}
 	ready := supervise.NewReadyWriter(1)
 	cmd.Stdout, cmd.Stderr = ready, p.stderr
 	require.NoError(t, cmd.Start())

@@ -29,7 +29,7 @@ type swarmServer struct {
 	id     string   // peer id
 	span   string   // hosted blocks, START:END
 	addrs  []string // libp2p multiaddrs with /p2p/ID
-	stderr *lockedBuffer
+	stderr *testenv.Buffer
 	done   chan struct{} // closed when the process exited; then err is set
 	err    error
 }
@@ -40,7 +40,7 @@ type swarmServer struct {
 func startSwarmServer(t *testing.T, args ...string) (*swarmServer, <-chan error) {
 	t.Helper()
 	cmd := exec.Command(testenv.SwarmBinary(t), append([]string{"serve"}, args...)...)
-	p := &swarmServer{cmd: cmd, stderr: &lockedBuffer{}, done: make(chan struct{})}
+	p := &swarmServer{cmd: cmd, stderr: &testenv.Buffer{}, done: make(chan struct{})}
 	cmd.Stderr = p.stderr
 	stdout, err := cmd.StdoutPipe()
 	require.NoError(t, err)

@@ -1,11 +1,9 @@
 package main
 
 import (
-	"bytes"
 	"net"
 	"os/exec"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -20,27 +18,9 @@ import (
 type serveProc struct {
 	cmd    *exec.Cmd
 	url    string
-	stderr *lockedBuffer
+	stderr *testenv.Buffer
 	done   chan struct{}
 	err    error
-}
-
-// lockedBuffer is a bytes.Buffer safe for concurrent writers and readers.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }
 
 // startServeProc runs `swarm serve --listen 127.0.0.1:0 args...` and waits
@@ -49,7 +29,7 @@ func startServeProc(t *testing.T, args ...string) *serveProc {
 	t.Helper()
 	args = append([]string{"serve", "--listen", "127.0.0.1:0", "--measure-cache", t.TempDir()}, args...)
 	cmd := exec.Command(testenv.SwarmBinary(t), args...)
-	p := &serveProc{cmd: cmd, stderr: &lockedBuffer{}, done: make(chan struct{})}
+	p := &serveProc{cmd: cmd, stderr: &testenv.Buffer{}, done: make(chan struct{})}
 	ready := supervise.NewReadyWriter(1)
 	cmd.Stdout, cmd.Stderr = ready, p.stderr
 	require.NoError(t, cmd.Start())

@@ -1,43 +1,25 @@
 package supervise_test
 
 import (
-	"bytes"
 	"context"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/swarmllm/swarm/internal/testenv"
+
 	"github.com/swarmllm/swarm/internal/supervise"
 )
-
-// syncBuffer is a bytes.Buffer safe for concurrent writers.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // TestGroup starts real shell children: the ready lines come back, stderr
 // is copied with the prefix, a child that exits early is not ready (with
 // its stderr), and Stop ends them all — SIGTERM, then SIGKILL for one that
 // ignores it — and says so.
 func TestGroup(t *testing.T) {
-	var logs syncBuffer
+	var logs testenv.Buffer
 	g := supervise.NewGroup("worker", &logs, "test: worker: ", 300*time.Millisecond)
 	ctx := context.Background()
 
