@@ -216,18 +216,27 @@ func (h *hopConn) abort() {
 
 // failoverWorthy reports whether a hop's error means "use another server":
 // the connection broke, the step timed out, or the server reported that it
-// is shutting down, lost the session or failed internally. Errors about the
+// is shutting down, lost or expired the session, holds too many sessions of
+// this client, or failed internally. Errors about the
 // request itself (position, shape, dtype) are bugs and end the session.
 func failoverWorthy(err error) bool {
 	var we *wire.Error
 	if errors.As(err, &we) {
 		switch we.Code {
-		case wire.CodeShuttingDown, wire.CodeUnknownSession, wire.CodeInternal, wire.CodeTimeout, wire.CodeNoRoom, wire.CodeBadFrame:
+		case wire.CodeShuttingDown, wire.CodeUnknownSession, wire.CodeInternal, wire.CodeTimeout, wire.CodeNoRoom, wire.CodeBadFrame,
+			wire.CodeSessionExpired, wire.CodeTooManySessions:
 			return true
 		}
 		return false
 	}
 	return errors.Is(err, api.ErrClosed) || errors.Is(err, ErrStepTimeout) || errors.Is(err, ErrProtocol) || errors.Is(err, ErrBadOutput)
+}
+
+// expired reports whether err is the server closing an idle session
+// (CodeSessionExpired): the server is healthy and may host the replacement.
+func expired(err error) bool {
+	var we *wire.Error
+	return errors.As(err, &we) && we.Code == wire.CodeSessionExpired
 }
 
 // seconds converts a wire time in seconds (finite, >= 0: the decoder checks)

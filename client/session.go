@@ -245,7 +245,9 @@ func (s *Session) failover(ctx context.Context, i, pos int, cause error) error {
 	failed := s.hops[i]
 	failed.conn.abort()
 	url := failed.cand.Endpoint.Inference
-	s.excluded[url] = cause
+	if !expired(cause) { // an expired session says nothing bad of its server
+		s.excluded[url] = cause
+	}
 	s.replaced = append(s.replaced, failed.stats.snapshot(failed, cause))
 	log := s.c.cfg.log
 	log.Warn("hop failed: failing over", "hop", i, "server", url, "blocks", failed.span.String(), "position", pos, "err", cause)

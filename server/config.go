@@ -43,6 +43,22 @@ type Config struct {
 	MemoryBytes int64
 	// MaxSessions caps the open sessions (--max-sessions); 0 means no cap.
 	MaxSessions int
+	// SessionIdleTimeout closes a session that has had no step queued or
+	// computing for this long (--session-idle-timeout), releasing its
+	// attention caches and telling the client CodeSessionExpired, so that
+	// sessions opened and then left alone cannot hold the memory others
+	// need. The client opens a new session and replays its history to go
+	// on. 0 disables it.
+	SessionIdleTimeout time.Duration
+	// MaxSessionsPerConn caps the sessions open or waiting for admission on
+	// one connection (--max-sessions-per-conn); 0 means no cap. swarm's
+	// clients use one connection per session.
+	MaxSessionsPerConn int
+	// MaxSessionsPerPeer caps the sessions open or waiting for admission
+	// from one remote peer: an IP address for websocket connections, a
+	// libp2p peer id for streams (--max-sessions-per-peer); 0 means no
+	// cap. A proxy is one peer for all its users: raise it for a busy one.
+	MaxSessionsPerPeer int
 	// EmulateLatency is added before every reply frame and every /v1/info
 	// answer (--emulate-latency), to imitate a WAN link in local
 	// experiments; 0 adds nothing.
@@ -59,13 +75,32 @@ type Config struct {
 	MeasureCacheDir string
 }
 
+// Defaults of the session limits (see Config).
+const (
+	// DefaultSessionIdleTimeout is twice the client's 30 s step timeout: a
+	// server whose neighbour in a chain hangs is idle until the client's
+	// step timeout replaces that neighbour, and must not expire first (the
+	// client would then replay this hop too). Long prefills upstream are
+	// covered as well.
+	DefaultSessionIdleTimeout = 60 * time.Second
+	// DefaultMaxSessionsPerConn: swarm's clients open one session per
+	// connection; 16 leaves room for other clients' multiplexing.
+	DefaultMaxSessionsPerConn = 16
+	// DefaultMaxSessionsPerPeer bounds what one host can hold at once.
+	DefaultMaxSessionsPerPeer = 256
+)
+
 // DefaultConfig returns the defaults of `swarm serve`: listen on
-// 127.0.0.1:0, default memory, no session cap, no emulated latency, a 30 s
-// drain timeout. Model and Blocks have no default.
+// 127.0.0.1:0, default memory, no cap on open sessions in all but the
+// per-connection and per-peer caps, a 60 s session idle timeout, no
+// emulated latency, a 30 s drain timeout. Model and Blocks have no default.
 func DefaultConfig() Config {
 	return Config{
-		Listen:       "127.0.0.1:0",
-		DrainTimeout: 30 * time.Second,
+		Listen:             "127.0.0.1:0",
+		DrainTimeout:       30 * time.Second,
+		SessionIdleTimeout: DefaultSessionIdleTimeout,
+		MaxSessionsPerConn: DefaultMaxSessionsPerConn,
+		MaxSessionsPerPeer: DefaultMaxSessionsPerPeer,
 	}
 }
 
@@ -82,6 +117,12 @@ func (c Config) Validate() error {
 		return fmt.Errorf("%w: --memory %d bytes, want >= 0 (0 = default)", ErrBadConfig, c.MemoryBytes)
 	case c.MaxSessions < 0:
 		return fmt.Errorf("%w: --max-sessions %d, want >= 0 (0 = no cap)", ErrBadConfig, c.MaxSessions)
+	case c.SessionIdleTimeout < 0:
+		return fmt.Errorf("%w: --session-idle-timeout %v, want >= 0 (0 = never)", ErrBadConfig, c.SessionIdleTimeout)
+	case c.MaxSessionsPerConn < 0:
+		return fmt.Errorf("%w: --max-sessions-per-conn %d, want >= 0 (0 = no cap)", ErrBadConfig, c.MaxSessionsPerConn)
+	case c.MaxSessionsPerPeer < 0:
+		return fmt.Errorf("%w: --max-sessions-per-peer %d, want >= 0 (0 = no cap)", ErrBadConfig, c.MaxSessionsPerPeer)
 	case c.EmulateLatency < 0:
 		return fmt.Errorf("%w: --emulate-latency %v, want >= 0", ErrBadConfig, c.EmulateLatency)
 	case c.DrainTimeout < 0:

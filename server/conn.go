@@ -21,6 +21,7 @@ type conn struct {
 	s      *Server
 	fc     api.FrameConn
 	log    *slog.Logger
+	peer   string          // peerKey of the remote address
 	ctx    context.Context // ends with the connection
 	cancel context.CancelFunc
 	wg     sync.WaitGroup // Open handlers and session workers
@@ -48,7 +49,7 @@ type conn struct {
 func newConn(s *Server, fc api.FrameConn) *conn {
 	ctx, cancel := context.WithCancel(context.Background())
 	return &conn{
-		s: s, fc: fc, ctx: ctx, cancel: cancel,
+		s: s, fc: fc, ctx: ctx, cancel: cancel, peer: peerKey(fc.RemoteAddr()),
 		log:            s.log.With("remote", fc.RemoteAddr()),
 		sessionsLocked: map[string]*session{},
 	}
@@ -154,6 +155,18 @@ func (c *conn) open(o *wire.Open) {
 		c.sendError(sid, fmt.Errorf("%w: session id %q is already in use on this connection", errDuplicate, sid))
 		return
 	}
+	if limit := s.cfg.MaxSessionsPerConn; limit > 0 && len(c.sessionsLocked) >= limit {
+		c.mu.Unlock()
+		c.sendError(sid, fmt.Errorf("%w: this connection already holds %d sessions, the most this server allows one connection (--max-sessions-per-conn)", errTooMany, limit))
+		return
+	}
+	releasePeer, err := s.peers.acquire(c.peer)
+	if err != nil {
+		c.mu.Unlock()
+		c.log.Info("session refused", "session", sid, "err", err)
+		c.sendError(sid, err)
+		return
+	}
 	c.sessionsLocked[sid] = nil // reserved while waiting
 	c.mu.Unlock()
 	registered := false
@@ -162,6 +175,7 @@ func (c *conn) open(o *wire.Open) {
 			c.mu.Lock()
 			delete(c.sessionsLocked, sid)
 			c.mu.Unlock()
+			releasePeer()
 		}
 	}()
 
@@ -190,7 +204,7 @@ func (c *conn) open(o *wire.Open) {
 		c.sendError(sid, fmt.Errorf("server: allocate the attention caches: %w", err))
 		return
 	}
-	sess := newSession(c, sid, o, es, g)
+	sess := newSession(c, sid, o, es, g, releasePeer)
 	c.mu.Lock()
 	c.sessionsLocked[sid] = sess
 	registered = true

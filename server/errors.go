@@ -21,6 +21,8 @@ var (
 	errShape          = errors.New("server: wrong hidden-state shape")
 	errNotFinite      = errors.New("server: hidden states not finite")
 	errOverload       = errors.New("server: too many steps in flight")
+	errExpired        = errors.New("server: session expired")
+	errTooMany        = errors.New("server: too many sessions")
 )
 
 // errorCode is the one place where server errors become wire error codes.
@@ -40,6 +42,12 @@ func errorCode(err error) wire.Code {
 		return wire.CodeBadPosition
 	case errors.Is(err, errUnknownSession):
 		return wire.CodeUnknownSession
+	case errors.Is(err, errDuplicate):
+		return wire.CodeDuplicateSession
+	case errors.Is(err, errExpired):
+		return wire.CodeSessionExpired
+	case errors.Is(err, errTooMany):
+		return wire.CodeTooManySessions
 	case errors.Is(err, errDType):
 		return wire.CodeBadDType
 	case errors.Is(err, errNotFinite):

@@ -26,13 +26,20 @@ var memSpan = swarm.Span{Start: 0, End: 2}
 const memMaxLength = 30
 
 // memAdmission starts a server over memSpan of m with memory for its
-// weights and the caches of one session of memMaxLength, and dials it.
-func memAdmission(t *testing.T, m *servertest.Model) (*servertest.Server, *peer) {
+// weights and the caches of one session of memMaxLength, no idle timeout
+// and the changes of configure, and dials it.
+func memAdmission(t *testing.T, m *servertest.Model, configure ...func(*server.Config)) (*servertest.Server, *peer) {
 	t.Helper()
 	info := m.Info()
 	memory := 2*info.BlockBytes + 2*info.CacheBytes(memMaxLength)
 	n := servertest.NewNetwork(t, m)
-	s := n.Start("a", memSpan, func(c *server.Config) { c.MemoryBytes = memory })
+	s := n.Start("a", memSpan, func(c *server.Config) {
+		c.MemoryBytes = memory
+		c.SessionIdleTimeout = 0 // sessions wait minutes on the fake clock here
+		for _, f := range configure {
+			f(c)
+		}
+	})
 	ep, err := api.ParseEndpoint(s.Addr)
 	require.NoError(t, err)
 	fc, err := n.Dial(t.Context(), ep, 0)

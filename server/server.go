@@ -34,7 +34,8 @@ type Server struct {
 	adm        *admission.Controller
 	timing     timing
 	steps      *stepper // the step loop all sessions compute through
-	maxPayload int      // largest frame payload accepted, bytes
+	peers      *peerSessions
+	maxPayload int // largest frame payload accepted, bytes
 	upgrader   websocket.Upgrader
 
 	draining chan struct{} // closed when Shutdown starts
@@ -120,6 +121,7 @@ func newServer(ctx context.Context, cfg Config, log *slog.Logger, engine blocks.
 	return &Server{
 		cfg: cfg, log: log, engine: engine, info: info, maxLength: maxLength, memory: memory,
 		adm: adm, timing: t, steps: newStepper(batchEngine(engine), batchTokens, log),
+		peers:      newPeerSessions(cfg.MaxSessionsPerPeer),
 		maxPayload: wire.MaxStepPayload(maxLength, info.DModel),
 		upgrader: websocket.Upgrader{
 			// Clients are programs, not browsers: any origin may connect.

@@ -27,6 +27,8 @@ type session struct {
 	es        blocks.Session
 	grant     *admission.Grant
 	kick      chan struct{} // 1-buffered: the queue changed
+	// releasePeer gives the session's slot of the per-peer cap back.
+	releasePeer func()
 
 	mu sync.Mutex
 	// Guarded by mu.
@@ -35,16 +37,19 @@ type session struct {
 	// trackedLocked: the close is counted in c.closings, to be marked done
 	// when the worker ends.
 	trackedLocked bool
+	// expiredLocked: the idle timeout closed the session; no step is
+	// queued any more.
+	expiredLocked bool
 
 	// Worker-only state.
 	lastStep time.Time
 	interval float64 // moving average of the time between steps, seconds
 }
 
-func newSession(c *conn, id string, o *wire.Open, es blocks.Session, g *admission.Grant) *session {
+func newSession(c *conn, id string, o *wire.Open, es blocks.Session, g *admission.Grant, releasePeer func()) *session {
 	return &session{
 		c: c, id: id, dtype: o.DType, span: o.Span, maxLength: o.MaxLength,
-		es: es, grant: g, kick: make(chan struct{}, 1),
+		es: es, grant: g, kick: make(chan struct{}, 1), releasePeer: releasePeer,
 	}
 }
 
@@ -52,6 +57,9 @@ func newSession(c *conn, id string, o *wire.Open, es blocks.Session, g *admissio
 func (s *session) enqueue(st *wire.Step) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.expiredLocked {
+		return fmt.Errorf("%w: session %q was idle longer than %v and is closed; open a new one", errExpired, s.id, s.c.s.cfg.SessionIdleTimeout)
+	}
 	if len(s.queueLocked) >= maxQueuedSteps {
 		return fmt.Errorf("%w: %d steps of session %q are already waiting for their results", errOverload, len(s.queueLocked), s.id)
 	}
@@ -104,11 +112,23 @@ func (s *session) run() {
 			s.c.closings.Done()
 		}
 	}()
+	idle := s.c.s.cfg.SessionIdleTimeout
+	var timer *time.Timer
+	var expire <-chan time.Time
+	if idle > 0 {
+		timer = time.NewTimer(idle)
+		defer timer.Stop()
+		expire = timer.C
+	}
 	for {
 		select {
 		case <-s.c.ctx.Done():
 			s.release()
 			return
+		case <-expire:
+			if s.expire() {
+				return
+			}
 		case <-s.kick:
 		}
 		for {
@@ -127,13 +147,47 @@ func (s *session) run() {
 			}
 			break
 		}
+		if timer != nil {
+			timer.Reset(idle) // idle from now: the queue is empty
+		}
 	}
+}
+
+// expire closes the session for the idle timeout unless a step or a Close
+// arrived meanwhile (then it reports false and the worker goes on): it
+// takes the session off the connection, releases its caches and tells the
+// client CodeSessionExpired.
+func (s *session) expire() bool {
+	c := s.c
+	c.mu.Lock()
+	s.mu.Lock()
+	busy := len(s.queueLocked) > 0 || s.closingLocked
+	if !busy {
+		s.expiredLocked = true
+		if c.sessionsLocked[s.id] == s {
+			delete(c.sessionsLocked, s.id)
+		}
+	}
+	s.mu.Unlock()
+	c.mu.Unlock()
+	if busy {
+		return false
+	}
+	c.releaseMu.Lock()
+	defer c.releaseMu.Unlock()
+	s.release()
+	idle := c.s.cfg.SessionIdleTimeout
+	c.log.Info("session expired: idle past the timeout", "session", s.id, "idle_timeout", idle)
+	c.send(wire.NewError(s.id, wire.CodeSessionExpired,
+		fmt.Errorf("%w: session %q had no step for %v and is closed; open a new one", errExpired, s.id, idle)))
+	return true
 }
 
 // release frees the attention caches and the admission grant.
 func (s *session) release() {
 	s.es.Close()
 	s.grant.Release()
+	s.releasePeer()
 	s.c.s.notifyLoad()
 }
 

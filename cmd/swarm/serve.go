@@ -141,6 +141,9 @@ func newServeCmd() *cobra.Command {
 		"for %d sessions of the model's whole context, with --blocks auto %.0f%% of the available memory (MemAvailable)",
 		server.DefaultMemorySessions, 100*node.DefaultMemoryFraction))
 	f.IntVar(&cfg.MaxSessions, "max-sessions", 0, "most sessions open at once; 0 = no cap (memory alone decides)")
+	f.DurationVar(&cfg.SessionIdleTimeout, "session-idle-timeout", cfg.SessionIdleTimeout, "close a session with no step for this long, freeing its attention caches (the client reopens and replays); 0 = never")
+	f.IntVar(&cfg.MaxSessionsPerConn, "max-sessions-per-conn", cfg.MaxSessionsPerConn, "most sessions open or waiting on one connection; 0 = no cap")
+	f.IntVar(&cfg.MaxSessionsPerPeer, "max-sessions-per-peer", cfg.MaxSessionsPerPeer, "most sessions open or waiting from one IP address or libp2p peer (a proxy is one peer for all its users); 0 = no cap")
 	f.DurationVar(&cfg.EmulateLatency, "emulate-latency", 0, "delay added before every reply frame and /v1/info answer, e.g. 20ms, to imitate a WAN link; 0 = none")
 	f.DurationVar(&cfg.DrainTimeout, "drain-timeout", cfg.DrainTimeout, "on SIGTERM/SIGINT, how long open sessions may run before they are told to fail over; 0 = tell them at once")
 	f.BoolVar(&cfg.Remeasure, "remeasure", false, "measure tau and tauI even if the measurement cache has them for this model, span and hardware")

@@ -147,7 +147,7 @@ func TestServeFlagErrors(t *testing.T) {
 func TestServeHelp(t *testing.T) {
 	out, _, code := runSwarmProcess(t, "serve", "--help")
 	require.Equal(t, 0, code)
-	for _, flag := range []string{"--model", "--tokenizer", "--blocks", "--listen", "--memory", "--max-sessions",
+	for _, flag := range []string{"--model", "--tokenizer", "--blocks", "--listen", "--memory", "--max-sessions", "--session-idle-timeout", "--max-sessions-per-conn", "--max-sessions-per-peer",
 		"--emulate-latency", "--drain-timeout", "--remeasure", "--measure-cache", "--log-level"} {
 		require.Contains(t, out, flag)
 	}

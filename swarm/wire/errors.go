@@ -85,6 +85,16 @@ const (
 	CodeBadShape
 	// CodeBadValue: a Step's hidden states hold NaN or an infinity.
 	CodeBadValue
+	// CodeDuplicateSession: an Open named a session id already open or
+	// waiting on the connection.
+	CodeDuplicateSession
+	// CodeSessionExpired: the server closed the session after it was idle
+	// (no step) for the server's idle timeout; its caches are released. The
+	// client opens a new session (and replays its history) to go on.
+	CodeSessionExpired
+	// CodeTooManySessions: the connection or the remote peer already holds
+	// the most sessions the server allows it; other servers may have room.
+	CodeTooManySessions
 	codeEnd
 )
 
@@ -103,6 +113,9 @@ var codeNames = [...]string{
 	CodeBadDType:           "BadDType",
 	CodeBadShape:           "BadShape",
 	CodeBadValue:           "BadValue",
+	CodeDuplicateSession:   "DuplicateSession",
+	CodeSessionExpired:     "SessionExpired",
+	CodeTooManySessions:    "TooManySessions",
 }
 
 // String returns the code's name, e.g. "NoRoom", or "Code(42)" for a code
