@@ -38,6 +38,9 @@ func New(head blocks.Head, servers []string, opts ...Option) (*Client, error) {
 			return nil, err
 		}
 	}
+	if cfg.bans == nil {
+		cfg.bans, _ = NewBans(DefaultBanBase, DefaultBanMax) // valid constants
+	}
 	if len(servers) == 0 && cfg.source == nil {
 		return nil, fmt.Errorf("%w: no candidate servers (give servers or WithSource)", ErrBadOption)
 	}
@@ -121,14 +124,19 @@ func (c *Client) endpointsNow(ctx context.Context) ([]api.Endpoint, error) {
 	return eps, nil
 }
 
-// candidates probes the servers not in skip (a hung server there would
-// cost the info timeout); skipped ones come back with skip's error.
+// candidates probes the servers neither in skip nor banned (a hung server
+// there would cost the info timeout); those come back with skip's error or
+// the ban. A server whose info cannot be read in time is banned.
 func (c *Client) candidates(ctx context.Context, skip map[string]error) ([]Candidate, error) {
 	endpoints, srcErr := c.endpointsNow(ctx)
 	out := make([]Candidate, len(endpoints))
 	var wg sync.WaitGroup
 	for i, ep := range endpoints {
 		if err := skip[ep.Inference]; err != nil {
+			out[i] = Candidate{Endpoint: ep, Err: err}
+			continue
+		}
+		if err := c.cfg.bans.Banned(ep.Inference); err != nil {
 			out[i] = Candidate{Endpoint: ep, Err: err}
 			continue
 		}
@@ -139,15 +147,21 @@ func (c *Client) candidates(ctx context.Context, skip map[string]error) ([]Candi
 }
 
 // probe reads one server's info with the client's fetcher, both reads
-// within the info timeout, and checks it against the client's model.
+// within the info timeout, and checks it against the client's model; a
+// server that does not answer (while ctx lives) is banned.
 func (c *Client) probe(ctx context.Context, ep api.Endpoint) Candidate {
 	fetch := c.cfg.fetchInfo
 	if fetch == nil {
 		fetch = HTTPInfo(c.cfg.httpClient)
 	}
-	ctx, cancel := context.WithTimeout(ctx, c.cfg.infoTimeout)
+	pctx, cancel := context.WithTimeout(ctx, c.cfg.infoTimeout)
 	defer cancel()
-	return Probe(ctx, fetch, ep, c.model)
+	cand, answered := probe(pctx, fetch, ep, c.model)
+	if !answered && ctx.Err() == nil {
+		d := c.cfg.bans.Fail(ep.Inference, cand.Err)
+		c.cfg.log.Warn("server did not answer its info probe: banned", "server", ep.Inference, "for", d, "err", cand.Err)
+	}
+	return cand
 }
 
 // Probe reads a server's Info document twice with fetch (the second read
@@ -160,7 +174,14 @@ func (c *Client) probe(ctx context.Context, ep api.Endpoint) Candidate {
 // answer. The candidate's Err says why it cannot be used (api.FetchInfo
 // applies api.DefaultInfoTimeout when ctx has no deadline).
 func Probe(ctx context.Context, fetch InfoFetcher, ep api.Endpoint, model swarm.ModelInfo) Candidate {
-	cand := Candidate{Endpoint: ep}
+	cand, _ := probe(ctx, fetch, ep, model)
+	return cand
+}
+
+// probe is Probe; answered reports whether the info document was read
+// (false: the server is unreachable, hung or answered garbage).
+func probe(ctx context.Context, fetch InfoFetcher, ep api.Endpoint, model swarm.ModelInfo) (cand Candidate, answered bool) {
+	cand = Candidate{Endpoint: ep}
 	for i := range 2 {
 		start := time.Now()
 		info, err := fetch(ctx, ep)
@@ -168,7 +189,7 @@ func Probe(ctx context.Context, fetch InfoFetcher, ep api.Endpoint, model swarm.
 		if err != nil {
 			if i == 0 || ctx.Err() == nil {
 				cand.Err = err
-				return cand
+				return cand, false
 			}
 			break // the first answer stands
 		}
@@ -178,7 +199,7 @@ func Probe(ctx context.Context, fetch InfoFetcher, ep api.Endpoint, model swarm.
 		cand.Info = info
 	}
 	cand.Err = check(model, cand.Info)
-	return cand
+	return cand, true
 }
 
 // HTTPInfo returns the default InfoFetcher: api.FetchInfo of ep.Info with

@@ -232,6 +232,20 @@ func failoverWorthy(err error) bool {
 	return errors.Is(err, api.ErrClosed) || errors.Is(err, ErrStepTimeout) || errors.Is(err, ErrProtocol) || errors.Is(err, ErrBadOutput)
 }
 
+// banWorthy reports whether a hop's error should ban its server (Bans): it
+// failed or did not answer, as opposed to being full (NoRoom, alloc
+// Timeout, TooManySessions) or having expired an idle session.
+func banWorthy(err error) bool {
+	var we *wire.Error
+	if errors.As(err, &we) {
+		switch we.Code {
+		case wire.CodeNoRoom, wire.CodeTimeout, wire.CodeTooManySessions, wire.CodeSessionExpired:
+			return false
+		}
+	}
+	return failoverWorthy(err)
+}
+
 // expired reports whether err is the server closing an idle session
 // (CodeSessionExpired): the server is healthy and may host the replacement.
 func expired(err error) bool {

@@ -92,6 +92,7 @@ type config struct {
 	source       Source      // nil: only the servers given to New
 	onWait       func(WaitEvent)
 	onRoute      func(RouteEvent)
+	bans         *Bans // nil: New makes one per client
 }
 
 // Defaults, all in one place.
@@ -253,6 +254,20 @@ func WithSource(src Source) Option {
 			return fmt.Errorf("%w: nil candidate source", ErrBadOption)
 		}
 		c.source = src
+		return nil
+	}
+}
+
+// WithBans shares a ban list between clients (an ingress gives all its
+// clients one), so that a server one session found failing is left out by
+// the others too. By default each Client has its own, with DefaultBanBase
+// and DefaultBanMax.
+func WithBans(b *Bans) Option {
+	return func(c *config) error {
+		if b == nil {
+			return fmt.Errorf("%w: nil ban list", ErrBadOption)
+		}
+		c.bans = b
 		return nil
 	}
 }

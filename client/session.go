@@ -130,6 +130,9 @@ func (c *Client) OpenPlan(ctx context.Context, plan Plan, maxLength int) (*Sessi
 		}
 		c.cfg.log.Warn("server cannot open its part of the chain: choosing again without it", "server", failed, "err", err)
 		s.excluded[failed] = err
+		if banWorthy(err) {
+			c.cfg.bans.Fail(failed, err)
+		}
 		plan = Plan{}
 	}
 }
@@ -248,6 +251,9 @@ func (s *Session) failover(ctx context.Context, i, pos int, cause error) error {
 	if !expired(cause) { // an expired session says nothing bad of its server
 		s.excluded[url] = cause
 	}
+	if banWorthy(cause) {
+		s.c.cfg.bans.Fail(url, cause)
+	}
 	s.replaced = append(s.replaced, failed.stats.snapshot(failed, cause))
 	log := s.c.cfg.log
 	log.Warn("hop failed: failing over", "hop", i, "server", url, "blocks", failed.span.String(), "position", pos, "err", cause)
@@ -275,6 +281,9 @@ func (s *Session) failover(ctx context.Context, i, pos int, cause error) error {
 			}
 			log.Warn("replacement failed: leaving it out", "server", bad, "err", err)
 			s.excluded[bad] = err
+			if banWorthy(err) {
+				s.c.cfg.bans.Fail(bad, err)
+			}
 			continue
 		}
 		s.hops = append(s.hops[:i], append(hops, s.hops[i+1:]...)...)
@@ -352,6 +361,11 @@ func (s *Session) Close() error {
 		wg.Go(func() { errs[i] = h.conn.close(s.c.cfg.stepTimeout) })
 	}
 	wg.Wait()
+	for i, h := range s.hops {
+		if errs[i] == nil && h.stats.steps > 0 {
+			s.c.cfg.bans.Succeed(h.cand.Endpoint.Inference) // served the session to its end
+		}
+	}
 	return errors.Join(errs...)
 }
 

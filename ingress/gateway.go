@@ -110,6 +110,10 @@ type Config struct {
 	Now func() time.Time
 	// Registry receives the metrics; nil creates one.
 	Registry *prometheus.Registry
+	// Bans is the ban list of servers that failed, shared by the probes
+	// and every client of the gateway; nil creates one with the client
+	// package's defaults (PETALS' 15 s, doubling).
+	Bans *client.Bans
 }
 
 // DefaultConfig returns the defaults: DefaultRefresh, DefaultMaxRetries,
@@ -157,6 +161,8 @@ type Gateway struct {
 	reg     *prometheus.Registry
 	metrics *metrics
 	usage   usageBook
+	// bans is the ban list shared by the gateway's probes and clients.
+	bans *client.Bans
 
 	mu sync.Mutex
 	// cacheLocked holds each model's last probe; guarded by mu.
@@ -197,6 +203,10 @@ func New(cfg Config) (*Gateway, error) {
 		g.reg = prometheus.NewRegistry()
 	}
 	g.metrics = newMetrics(g.reg)
+	g.bans = cfg.Bans
+	if g.bans == nil {
+		g.bans, _ = client.NewBans(client.DefaultBanBase, client.DefaultBanMax) // valid constants
+	}
 	g.ctx, g.cancel = context.WithCancel(context.Background())
 	return g, nil
 }
@@ -272,7 +282,7 @@ func (g *Gateway) Candidates(ctx context.Context, m Model, fresh bool) []client.
 		if g.cfg.Now().Sub(p.atLocked) > g.cfg.Refresh && !p.refreshingLocked {
 			p.refreshingLocked = true
 			g.wg.Go(func() {
-				c := g.cfg.Source.Candidates(g.ctx, m.Head)
+				c := g.probe(g.ctx, m)
 				g.metrics.probes.WithLabelValues(m.Name).Inc()
 				p.mu.Lock()
 				defer p.mu.Unlock()
@@ -286,12 +296,25 @@ func (g *Gateway) Candidates(ctx context.Context, m Model, fresh bool) []client.
 		return cands
 	}
 	p.mu.Unlock()
-	c := g.cfg.Source.Candidates(ctx, m.Head)
+	c := g.probe(ctx, m)
 	g.metrics.probes.WithLabelValues(m.Name).Inc()
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.candsLocked, p.atLocked = c, g.cfg.Now()
 	return slices.Clone(c)
+}
+
+// probe asks the source for m's candidates, sharing the gateway's ban list
+// (banned block servers are not probed; those that do not answer are
+// banned), and marks banned replicas unusable.
+func (g *Gateway) probe(ctx context.Context, m Model) []client.Candidate {
+	cands := g.cfg.Source.Candidates(ctx, m.Head, client.WithBans(g.bans))
+	for i := range cands {
+		if cands[i].Err == nil {
+			cands[i].Err = g.bans.Banned(cands[i].Endpoint.Inference)
+		}
+	}
+	return cands
 }
 
 // SessionRequest opens a Session.

@@ -107,7 +107,7 @@ func (s *Session) open(ctx context.Context, fresh bool) error {
 		s.g.log.Debug("routed", "model", s.m.Name, "route", plan.String(), "cost", plan.Cost)
 		return nil
 	}
-	opts := append(slices.Clone(s.g.cfg.ClientOptions), client.WithRouteHook(func(client.RouteEvent) {
+	opts := append(slices.Clone(s.g.cfg.ClientOptions), client.WithBans(s.g.bans), client.WithRouteHook(func(client.RouteEvent) {
 		s.g.metrics.routes.WithLabelValues(s.m.Name).Inc()
 	}))
 	c, err := s.g.cfg.Source.Client(s.m.Head, s.req.Providers, chainCandidates(cands, s.req.Providers), opts...)
@@ -272,6 +272,8 @@ func (s *Session) generate(ctx context.Context, p GenerateParams, start time.Tim
 			ids = cs.history
 		} else if rep := s.plan.Replica(); rep != nil {
 			s.exclude[rep.Endpoint.Inference] = err
+			d := s.g.bans.Fail(rep.Endpoint.Inference, err)
+			s.g.log.Warn("replica failed: banned", "replica", rep.Endpoint.Inference, "for", d, "err", err)
 		}
 		s.inner.close()
 		s.inner = nil

@@ -21,8 +21,10 @@ import (
 type Source interface {
 	// Candidates returns the block servers and replicas that serve the
 	// model whose head is given, each with its advertised state and
-	// measured RTT, unusable ones included with Err set.
-	Candidates(ctx context.Context, head blocks.Head) []client.Candidate
+	// measured RTT, unusable ones included with Err set. It probes block
+	// servers with a client configured by opts (the Gateway passes its
+	// shared ban list: client.WithBans).
+	Candidates(ctx context.Context, head blocks.Head, opts ...client.Option) []client.Candidate
 	// Client returns a client that opens sessions over the allowed block
 	// servers: those given (usable, allowed, chosen by Candidates), and for
 	// a source that tracks membership (the registry) also servers of the
@@ -108,7 +110,7 @@ func NewStatic(servers, replicas []string, clientOpts ...client.Option) (*Static
 // Candidates probes every block server (client.Client.Candidates: GET
 // /v1/info twice, model and protocol checks) and every replica (GET
 // /v1/info twice) concurrently.
-func (s *Static) Candidates(ctx context.Context, head blocks.Head) []client.Candidate {
+func (s *Static) Candidates(ctx context.Context, head blocks.Head, opts ...client.Option) []client.Candidate {
 	var out []client.Candidate
 	var mu sync.Mutex
 	var wg sync.WaitGroup
@@ -118,7 +120,7 @@ func (s *Static) Candidates(ctx context.Context, head blocks.Head) []client.Cand
 			for i, e := range s.servers {
 				addrs[i] = e.addr
 			}
-			cands := blockCandidates(ctx, head, addrs, s.opts)
+			cands := blockCandidates(ctx, head, addrs, append(slices.Clone(s.opts), opts...))
 			for i := range cands {
 				if p := s.servers[i].provider; p != "" {
 					cands[i].Info.Provider = p

@@ -36,7 +36,7 @@ func NewSource(cn *Member, hc *http.Client) *Source {
 
 // Candidates implements ingress.Source: the model's block servers and
 // replicas from the registry, each probed once (one round).
-func (s *Source) Candidates(ctx context.Context, head blocks.Head) []client.Candidate {
+func (s *Source) Candidates(ctx context.Context, head blocks.Head, opts ...client.Option) []client.Candidate {
 	info := head.Info()
 	registryErr := func(err error) []client.Candidate {
 		return []client.Candidate{{Endpoint: api.Endpoint{Inference: "registry"}, Err: err}}
@@ -47,7 +47,7 @@ func (s *Source) Candidates(ctx context.Context, head blocks.Head) []client.Cand
 		return registryErr(err)
 	}
 	if servers := cands.Servers(); len(servers) > 0 {
-		c, err := client.New(head, nil, cands.ClientOptions(s.cn.Node.Host())...)
+		c, err := client.New(head, nil, append(cands.ClientOptions(s.cn.Node.Host()), opts...)...)
 		if err != nil {
 			return registryErr(err)
 		}
