@@ -22,4 +22,7 @@ var (
 	ErrUpstream = errors.New("ingress: upstream failed")
 	// ErrMaxLength: a session would exceed its max_length.
 	ErrMaxLength = errors.New("ingress: maximum length exceeded")
+	// ErrRateLimited: the request's API key (or, anonymous, its client
+	// address) is over its rate limit; see RateLimitError.
+	ErrRateLimited = errors.New("ingress: rate limited")
 )

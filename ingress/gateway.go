@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"net/http"
 	"slices"
 	"sync"
@@ -110,6 +111,12 @@ type Config struct {
 	Now func() time.Time
 	// Registry receives the metrics; nil creates one.
 	Registry *prometheus.Registry
+	// RateLimit is each API key's (or, without keys, each client
+	// address's) sustained rate of requests per second; 0 is unlimited.
+	RateLimit float64
+	// RateBurst is how many requests may come at once above RateLimit
+	// (the token bucket's size; >= 1 with a RateLimit).
+	RateBurst int
 	// Bans is the ban list of servers that failed, shared by the probes
 	// and every client of the gateway; nil creates one with the client
 	// package's defaults (PETALS' 15 s, doubling).
@@ -134,6 +141,10 @@ func (c Config) Validate() error {
 		return fmt.Errorf("%w: refresh %v, want > 0", ErrBadOption, c.Refresh)
 	case c.MaxRetries < 0:
 		return fmt.Errorf("%w: max retries %d, want >= 0", ErrBadOption, c.MaxRetries)
+	case c.RateLimit < 0 || math.IsNaN(c.RateLimit) || math.IsInf(c.RateLimit, 0):
+		return fmt.Errorf("%w: rate limit %g requests per second, want >= 0 (0 = unlimited)", ErrBadOption, c.RateLimit)
+	case c.RateLimit > 0 && c.RateBurst < 1:
+		return fmt.Errorf("%w: rate burst %d, want >= 1 with a rate limit", ErrBadOption, c.RateBurst)
 	}
 	seen := map[string]bool{}
 	for i, m := range c.Models {
@@ -163,6 +174,8 @@ type Gateway struct {
 	usage   usageBook
 	// bans is the ban list shared by the gateway's probes and clients.
 	bans *client.Bans
+	// limits are the request rate limits (Config.RateLimit).
+	limits *limiters
 
 	mu sync.Mutex
 	// cacheLocked holds each model's last probe; guarded by mu.
@@ -203,6 +216,7 @@ func New(cfg Config) (*Gateway, error) {
 		g.reg = prometheus.NewRegistry()
 	}
 	g.metrics = newMetrics(g.reg)
+	g.limits = newLimiters(cfg.RateLimit, cfg.RateBurst, g.cfg.Now)
 	g.bans = cfg.Bans
 	if g.bans == nil {
 		g.bans, _ = client.NewBans(client.DefaultBanBase, client.DefaultBanMax) // valid constants
@@ -237,8 +251,23 @@ func (g *Gateway) Model(name string) (Model, error) {
 
 // Authenticate returns the account a request is billed to: the name of its
 // API key ("Authorization: Bearer KEY", or ?api_key=KEY on websockets), or
-// Anonymous when no keys are configured. Errors wrap ErrUnauthorized.
+// Anonymous when no keys are configured; and counts the request against
+// the account's rate limit (anonymous: the client address's). Errors wrap
+// ErrUnauthorized, or are a *RateLimitError (ErrRateLimited).
 func (g *Gateway) Authenticate(r *http.Request) (string, error) {
+	account, err := g.account(r)
+	if err != nil {
+		return "", err
+	}
+	if err := g.limits.allow(limitKey(account, r)); err != nil {
+		g.metrics.rateLimited.Inc()
+		return "", err
+	}
+	return account, nil
+}
+
+// account resolves a request's API key to its account.
+func (g *Gateway) account(r *http.Request) (string, error) {
 	if g.cfg.Keys == nil {
 		return Anonymous, nil
 	}
@@ -443,6 +472,8 @@ func ErrorCode(err error) string {
 		return "bad_request"
 	case errors.Is(err, ErrUnauthorized):
 		return "unauthorized"
+	case errors.Is(err, ErrRateLimited):
+		return "rate_limited"
 	case errors.Is(err, ErrUnknownModel):
 		return "unknown_model"
 	case errors.Is(err, ErrNoRoute):

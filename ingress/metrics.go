@@ -17,6 +17,7 @@ type metrics struct {
 	inflight    *prometheus.GaugeVec
 	keyRequests *prometheus.CounterVec
 	keyTokens   *prometheus.CounterVec
+	rateLimited prometheus.Counter
 }
 
 // latencyBuckets span 1 ms to ~65 s, in seconds.
@@ -70,7 +71,12 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Name: "swarm_ingress_key_tokens_total",
 			Help: "Tokens per API key name and kind (prompt, completion).",
 		}, []string{"key", "kind"}),
+		rateLimited: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "swarm_ingress_rate_limited_total",
+			Help: "Requests refused (429) for being over their API key's or address's rate limit.",
+		}),
 	}
-	reg.MustRegister(m.requests, m.tokens, m.ttft, m.tpot, m.errors, m.retries, m.probes, m.routes, m.inflight, m.keyRequests, m.keyTokens)
+	reg.MustRegister(m.requests, m.tokens, m.ttft, m.tpot, m.errors, m.retries, m.probes, m.routes, m.inflight, m.keyRequests, m.keyTokens,
+		m.rateLimited)
 	return m
 }

@@ -89,6 +89,8 @@ type proxyOptions struct {
 	cors       []string
 	refresh    time.Duration
 	maxRetries int
+	rateLimit  float64
+	rateBurst  int
 	logLevel   string
 
 	stepTimeout  time.Duration
@@ -130,6 +132,9 @@ func newProxyCmd() *cobra.Command {
 	f.StringSliceVar(&o.cors, "cors-origins", nil, "comma-separated origins (scheme://host[:port], or *) whose browser apps may call the API cross-origin (none without this flag)")
 	f.DurationVar(&o.refresh, "refresh", ingress.DefaultRefresh, "how long the servers' probed state (/v1/info) is reused for routing before it is probed again")
 	f.IntVar(&o.maxRetries, "max-retries", ingress.DefaultMaxRetries, "how many times a request whose route failed is routed again and resumed")
+	f.Float64Var(&o.rateLimit, "rate-limit", 0, "requests per second each API key (without --api-keys: each client IP address) may make, sustained;\n"+
+		"over it a request gets 429 with Retry-After; 0 = unlimited")
+	f.IntVar(&o.rateBurst, "rate-burst", 10, "requests a key or address may make at once above --rate-limit (the token bucket's size)")
 	f.DurationVar(&o.stepTimeout, "step-timeout", client.DefaultStepTimeout, "how long a block server may take to answer one step before the client fails over")
 	f.DurationVar(&o.allocTimeout, "alloc-timeout", client.DefaultAllocTimeout, "how long a block server may queue a session for attention-cache room")
 	f.StringVar(&o.wireDType, "wire-dtype", "f32", "dtype of hidden states sent to block servers: f32 (exact), f16 or bf16")
@@ -166,8 +171,12 @@ func newProxyHandler(gw *ingress.Gateway) (http.Handler, error) {
 		acct, err := gw.Authenticate(r)
 		w.Header().Set("Content-Type", "application/json")
 		if err != nil {
-			w.WriteHeader(http.StatusUnauthorized)
-			_ = json.NewEncoder(w).Encode(map[string]any{"error": map[string]any{"message": err.Error(), "type": "invalid_request_error", "code": "invalid_api_key", "param": nil}})
+			code := "invalid_api_key"
+			if errors.Is(err, ingress.ErrRateLimited) {
+				code = "rate_limit_exceeded"
+			}
+			w.WriteHeader(ingress.AuthStatus(err, w.Header()))
+			_ = json.NewEncoder(w).Encode(map[string]any{"error": map[string]any{"message": err.Error(), "type": "invalid_request_error", "code": code, "param": nil}})
 			return
 		}
 		_ = json.NewEncoder(w).Encode(gw.Usage(acct))
@@ -199,6 +208,7 @@ func newGateway(o proxyOptions, logger *slog.Logger, source ingress.Source) (*in
 	}
 	cfg := ingress.DefaultConfig()
 	cfg.Refresh, cfg.MaxRetries, cfg.Logger = o.refresh, o.maxRetries, logger
+	cfg.RateLimit, cfg.RateBurst = o.rateLimit, o.rateBurst
 	cfg.ClientOptions = []client.Option{client.WithStepTimeout(o.stepTimeout), client.WithAllocTimeout(o.allocTimeout),
 		client.WithWireDType(dtype), client.WithLogger(logger)}
 	if len(o.p2p.Bootstrap) == 0 {

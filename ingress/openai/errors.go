@@ -46,7 +46,7 @@ func unsupported(param, msg string) error {
 // sentinels are the prefixes message strips: a client reads what went
 // wrong, not which Go package noticed.
 var sentinels = []error{ErrBadRequest, ErrNotFound, ErrMethodNotAllowed, ingress.ErrBadRequest, ingress.ErrUnauthorized,
-	ingress.ErrUnknownModel, ingress.ErrNoRoute, ingress.ErrUpstream, ingress.ErrMaxLength}
+	ingress.ErrUnknownModel, ingress.ErrNoRoute, ingress.ErrUpstream, ingress.ErrMaxLength, ingress.ErrRateLimited}
 
 // message is err's text without leading sentinel prefixes ("openai: bad
 // request: ") and without this package's name ("openai: chat template: "
@@ -75,6 +75,7 @@ func message(err error) string {
 //	401 invalid_request_error  missing or unknown API key (invalid_api_key)
 //	404 invalid_request_error  unknown model (model_not_found), unknown path (unknown_url)
 //	405 invalid_request_error  a method the endpoint does not serve (method_not_allowed)
+//	429 requests               over the key's rate limit (rate_limit_exceeded), with Retry-After
 //	502 server_error           the chosen servers failed, retries too (upstream_error)
 //	503 server_error           no allowed route covers the model (no_route)
 //	499 (logged only)          the client went away
@@ -105,6 +106,9 @@ func apiError(err error) (int, ErrorDetail) {
 	case errors.Is(err, ingress.ErrUnauthorized):
 		d.Type, d.Code = "invalid_request_error", str("invalid_api_key")
 		return http.StatusUnauthorized, d
+	case errors.Is(err, ingress.ErrRateLimited):
+		d.Type, d.Code = "requests", str("rate_limit_exceeded")
+		return http.StatusTooManyRequests, d
 	case errors.Is(err, ingress.ErrUnknownModel):
 		d.Message = "the model does not exist: " + d.Message
 		d.Type, d.Param, d.Code = "invalid_request_error", str("model"), str("model_not_found")
@@ -128,6 +132,9 @@ func apiError(err error) (int, ErrorDetail) {
 func (h *Handler) writeError(w http.ResponseWriter, err error) {
 	status, d := apiError(err)
 	h.gw.RecordError("openai", strconv.Itoa(status))
+	if after := ingress.RetryAfter(err); after > 0 {
+		w.Header().Set("Retry-After", strconv.Itoa(after))
+	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
 	_ = json.NewEncoder(w).Encode(ErrorBody{Error: d})

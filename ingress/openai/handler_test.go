@@ -253,6 +253,11 @@ func TestErrors(t *testing.T) {
 			resp := post(t, tt.url, tt.body, nil)
 			require.Equal(t, tt.status, resp.StatusCode)
 			require.Equal(t, "application/json", resp.Header.Get("Content-Type"))
+			if tt.status == http.StatusServiceUnavailable {
+				require.Equal(t, "1", resp.Header.Get("Retry-After"), "503: try again soon")
+			} else {
+				require.Empty(t, resp.Header.Get("Retry-After"))
+			}
 			var e openai.ErrorBody
 			require.NoError(t, json.NewDecoder(resp.Body).Decode(&e))
 			require.Equal(t, tt.code, *e.Error.Code)

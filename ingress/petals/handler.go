@@ -102,8 +102,9 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	account, err := h.gw.Authenticate(r)
 	if err != nil {
 		h.gw.RecordError("petals", ingress.ErrorCode(err))
+		status := ingress.AuthStatus(err, w.Header())
 		w.Header().Set("Content-Type", "application/json")
-		w.WriteHeader(http.StatusUnauthorized)
+		w.WriteHeader(status)
 		_ = json.NewEncoder(w).Encode(Reply{OK: false, Traceback: traceback(err)})
 		return
 	}

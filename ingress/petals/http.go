@@ -130,7 +130,7 @@ func (h *Handler) serveGenerate(w http.ResponseWriter, r *http.Request) {
 	account, err := h.gw.Authenticate(r)
 	if err != nil {
 		h.gw.RecordError("petals", ingress.ErrorCode(err))
-		reply(http.StatusUnauthorized, HTTPReply{Traceback: traceback(err)})
+		reply(ingress.AuthStatus(err, w.Header()), HTTPReply{Traceback: traceback(err)})
 		return
 	}
 	out, err := h.generateHTTP(w, r, account)
