@@ -124,9 +124,10 @@ func (c *Client) endpointsNow(ctx context.Context) ([]api.Endpoint, error) {
 	return eps, nil
 }
 
-// candidates probes the servers neither in skip nor banned (a hung server
-// there would cost the info timeout); those come back with skip's error or
-// the ban. A server whose info cannot be read in time is banned.
+// candidates probes the servers neither in skip, nor banned, nor reported
+// unhealthy by a HealthSource (a hung server there would cost the info
+// timeout); those come back with the reason. A server whose info cannot be
+// read in time is banned.
 func (c *Client) candidates(ctx context.Context, skip map[string]error) ([]Candidate, error) {
 	endpoints, srcErr := c.endpointsNow(ctx)
 	out := make([]Candidate, len(endpoints))
@@ -139,6 +140,12 @@ func (c *Client) candidates(ctx context.Context, skip map[string]error) ([]Candi
 		if err := c.cfg.bans.Banned(ep.Inference); err != nil {
 			out[i] = Candidate{Endpoint: ep, Err: err}
 			continue
+		}
+		if hs, ok := c.cfg.source.(HealthSource); ok {
+			if err := hs.Health(ep); err != nil {
+				out[i] = Candidate{Endpoint: ep, Err: fmt.Errorf("%w: %w", ErrUnhealthy, err)}
+				continue
+			}
 		}
 		wg.Go(func() { out[i] = c.probe(ctx, ep) })
 	}

@@ -25,6 +25,9 @@ type hopConn struct {
 	quit    chan struct{}   // closed to stop the reader
 	done    chan struct{}   // closed when the reader has stopped
 	once    sync.Once       // closes quit
+	health  HealthSource    // nil: the source reports no health
+	// inflight is the last step sent (step's caller only).
+	inflight inflight
 }
 
 // openHop dials ep and opens a session processing span for up to
@@ -42,6 +45,7 @@ func openHop(ctx context.Context, cfg *config, ep api.Endpoint, model string, sp
 		ep: ep, fc: fc, dtype: cfg.wireDType,
 		frames: make(chan wire.Frame, 16), quit: make(chan struct{}), done: make(chan struct{}),
 	}
+	h.health, _ = cfg.source.(HealthSource)
 	go h.read()
 	open := &wire.Open{Model: model, Span: span, MaxLength: maxLength, DType: cfg.wireDType, AllocTimeout: cfg.allocTimeout.Seconds()}
 	if err := fc.WriteFrame(open); err != nil {
@@ -116,7 +120,8 @@ type stepResult struct {
 }
 
 // step sends hidden states [n, d] at position pos and waits up to timeout
-// for their Result.
+// for their Result (await). An ErrUnhealthy error leaves the step in
+// flight: resume waits for its result.
 func (h *hopConn) step(ctx context.Context, pos int, x []float32, n, d int, timeout time.Duration) (stepResult, error) {
 	start := time.Now()
 	st := &wire.Step{SessionID: h.sid, Position: pos, Hidden: wire.Hidden{DType: h.dtype, NTokens: n, DModel: d, Data: x}}
@@ -128,10 +133,44 @@ func (h *hopConn) step(ctx context.Context, pos int, x []float32, n, d int, time
 		}
 		return stepResult{}, fmt.Errorf("client: step at %s: %w", h.ep.Inference, err)
 	}
-	timer := time.NewTimer(timeout)
+	h.inflight = inflight{start: start, deadline: start.Add(timeout), timeout: timeout, pos: pos, n: n, d: d}
+	return h.await(ctx, true)
+}
+
+// inflight is the step a hop waits for.
+type inflight struct {
+	start, deadline time.Time
+	timeout         time.Duration
+	pos, n, d       int
+}
+
+// resume waits again for the step in flight after await returned
+// ErrUnhealthy, ignoring the source's health from now on (the session found
+// no other server to take the hop's blocks), until the step's deadline.
+func (h *hopConn) resume(ctx context.Context) (stepResult, error) { return h.await(ctx, false) }
+
+// await waits for the Result of the step in flight until its deadline;
+// with watchHealth, it gives up (ErrUnhealthy) as soon as the HealthSource
+// reports the server unhealthy.
+func (h *hopConn) await(ctx context.Context, watchHealth bool) (stepResult, error) {
+	in := h.inflight
+	start, pos, n, d, timeout := in.start, in.pos, in.n, in.d, in.timeout
+	timer := time.NewTimer(time.Until(in.deadline))
 	defer timer.Stop()
+	var changed <-chan struct{} // nil without a HealthSource: never ready
+	if h.health != nil && watchHealth {
+		changed = h.health.Changed()
+		if err := h.health.Health(h.ep); err != nil {
+			return stepResult{}, fmt.Errorf("%w: %s: %w", ErrUnhealthy, h.ep.Inference, err)
+		}
+	}
 	for {
 		select {
+		case <-changed:
+			changed = h.health.Changed()
+			if err := h.health.Health(h.ep); err != nil {
+				return stepResult{}, fmt.Errorf("%w: %s, waiting for the result of position %d: %w", ErrUnhealthy, h.ep.Inference, pos, err)
+			}
 		case f, ok := <-h.frames:
 			if !ok {
 				return stepResult{}, fmt.Errorf("client: step at %s: %w", h.ep.Inference, h.readErr)
@@ -217,7 +256,7 @@ func (h *hopConn) abort() {
 // failoverWorthy reports whether a hop's error means "use another server":
 // the connection broke, the step timed out, or the server reported that it
 // is shutting down, lost or expired the session, holds too many sessions of
-// this client, or failed internally. Errors about the
+// this client, or failed internally, or the source reports it unhealthy. Errors about the
 // request itself (position, shape, dtype) are bugs and end the session.
 func failoverWorthy(err error) bool {
 	var we *wire.Error
@@ -229,7 +268,8 @@ func failoverWorthy(err error) bool {
 		}
 		return false
 	}
-	return errors.Is(err, api.ErrClosed) || errors.Is(err, ErrStepTimeout) || errors.Is(err, ErrProtocol) || errors.Is(err, ErrBadOutput)
+	return errors.Is(err, api.ErrClosed) || errors.Is(err, ErrStepTimeout) || errors.Is(err, ErrProtocol) || errors.Is(err, ErrBadOutput) ||
+		errors.Is(err, ErrUnhealthy)
 }
 
 // banWorthy reports whether a hop's error should ban its server (Bans): it

@@ -36,6 +36,10 @@ var (
 	// ErrBadOutput: a server returned hidden states holding NaN or an
 	// infinity; the hop fails over like a dead server.
 	ErrBadOutput = errors.New("client: server returned non-finite hidden states")
+	// ErrUnhealthy: the candidate source (HealthSource: the registry)
+	// reports a server of the chain unhealthy (SUSPECTED, DOWN, LEFT); the
+	// hop fails over without waiting for the step timeout.
+	ErrUnhealthy = errors.New("client: server reported unhealthy")
 	// ErrArgument: a call's argument is out of range (position, length).
 	ErrArgument = errors.New("client: bad argument")
 )
@@ -58,6 +62,20 @@ type Source interface {
 	// Endpoints returns the candidate servers now. An error fails the Open
 	// or failover that asked.
 	Endpoints(ctx context.Context) ([]api.Endpoint, error)
+}
+
+// HealthSource is a Source that learns of failing servers before the
+// client's own timeouts do: the registry marks a silent server SUSPECTED
+// within seconds, where a step timeout is 30 s. A session waiting for a
+// step's result at a server its source reports unhealthy fails that hop
+// over at once (the error wraps ErrUnhealthy). Package node implements it.
+type HealthSource interface {
+	Source
+	// Changed returns a channel closed at the next change of any server's
+	// health; take it before calling Health, so no change is missed.
+	Changed() <-chan struct{}
+	// Health returns nil while the server at ep may be used, else why not.
+	Health(ep api.Endpoint) error
 }
 
 // WaitEvent reports that a server queued a session's Open for cache room

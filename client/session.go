@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"sync"
 	"time"
 
@@ -213,6 +214,13 @@ func (s *Session) Forward(ctx context.Context, pos int, hidden []float32, nToken
 	for i := 0; i < len(s.hops); {
 		h := s.hops[i]
 		r, err := h.conn.step(ctx, pos, x, nTokens, s.d, s.stepTimeout(nTokens))
+		if errors.Is(err, ErrUnhealthy) && !s.replaceable(ctx, i) {
+			// A suspicion is no proof: with nobody to take over, the
+			// server may still answer within the step timeout.
+			s.c.cfg.log.Warn("server reported unhealthy, but no other server can take its blocks: waiting for its result",
+				"server", h.cand.Endpoint.Inference, "blocks", h.span.String(), "err", err)
+			r, err = h.conn.resume(ctx)
+		}
 		if err == nil {
 			h.record(pos, x, nTokens, s.d)
 			h.stats.add(nTokens, r)
@@ -231,6 +239,20 @@ func (s *Session) Forward(ctx context.Context, pos int, hidden []float32, nToken
 		}
 	}
 	return x, nil
+}
+
+// replaceable reports whether servers other than hop i's (and those that
+// failed this session) cover its blocks now: one probe round and a route.
+func (s *Session) replaceable(ctx context.Context, i int) bool {
+	h := s.hops[i]
+	exclude := maps.Clone(s.excluded)
+	exclude[h.cand.Endpoint.Inference] = ErrUnhealthy
+	cands, err := s.c.candidates(ctx, exclude)
+	if err != nil {
+		return false
+	}
+	_, err = Route(RouteRequest{Model: s.c.model, Need: h.span, MaxLength: s.maxLength, Exclude: exclude}, cands)
+	return err == nil
 }
 
 // stepTimeout is the time a step of n tokens may take at one server.

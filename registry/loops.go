@@ -250,6 +250,8 @@ func (r *Registry) notifyLocked(e crdt.Entry, state swarm.LifecycleState, remove
 	for w := range r.watchersLocked {
 		w.push(ev)
 	}
+	close(r.changedLocked)
+	r.changedLocked = make(chan struct{})
 }
 
 func shufflePeers(p []string) {

@@ -46,6 +46,8 @@ type Registry struct {
 	supersededLocked uint64
 	// watchersLocked are the open Watch subscriptions.
 	watchersLocked map[*watcher]struct{}
+	// changedLocked is closed, and replaced, at every change (Changed).
+	changedLocked chan struct{}
 
 	bcast chan struct{} // buffered 1: the own entry changed, broadcast it
 
@@ -105,6 +107,7 @@ func New(tr Transport, key crypto.PrivKey, cfg Config, opts ...Option) (*Registr
 		heardLocked:    map[string]int64{},
 		shownLocked:    map[string]swarm.LifecycleState{},
 		watchersLocked: map[*watcher]struct{}{},
+		changedLocked:  make(chan struct{}),
 		bcast:          make(chan struct{}, 1),
 	}
 	r.ctx, r.cancel = context.WithCancel(context.Background())

@@ -79,3 +79,13 @@ func (r *Registry) pump(ctx context.Context, w *watcher) {
 		}
 	}
 }
+
+// Changed returns a channel that is closed at the next change of the
+// replica (any event Watch would report): a broadcast for readers that only
+// need to look again (Get, Snapshot), with no goroutine or queue. Take the
+// channel before reading the state it guards, so no change is missed.
+func (r *Registry) Changed() <-chan struct{} {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.changedLocked
+}
