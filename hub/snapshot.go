@@ -1,0 +1,318 @@
+package hub
+
+import (
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	gguf "github.com/gpustack/gguf-parser-go"
+)
+
+// Snapshot is a repository model made local for reading: its small files
+// downloaded whole and its weights files present as sparse files whose
+// headers are downloaded and whose tensors are downloaded by range when
+// read through Open. A Snapshot is safe for concurrent use.
+type Snapshot struct {
+	// Ref is the resolved reference (Revision filled in).
+	Ref RepoRef
+	// Layout is how the weights are stored.
+	Layout Layout
+	// Dir is the local directory mirroring the repository at Ref.Revision:
+	// CacheDir/hub/ORG--REPO/REVISION.
+	Dir string
+	// Path is what blocks.Open takes: the .gguf file, or Dir for the
+	// safetensors layout.
+	Path string
+
+	partials map[string]*partial // by cleaned local path
+}
+
+// listingFile, in a snapshot directory, holds the repository's file list
+// as last fetched, so that a cached model resolves offline.
+const listingFile = ".listing.json"
+
+// ggufProbe is the first prefix of a GGUF file downloaded to parse its
+// header; the prefix doubles until gguf-parser-go parses a header that
+// ends inside it. At most max(ggufProbe, header size) bytes past the
+// header's end (the first tensors' data) are downloaded this way.
+const ggufProbe = 256 << 10
+
+// ResolveRepo makes ref's model readable locally under opts.CacheDir: it
+// lists the repository (GET {endpoint}/api/models/{repo}/tree/{revision}),
+// picks the model (see RepoRef.File), downloads config and tokenizer files
+// whole (size and SHA-256 or git blob id checked) and, for each weights
+// file, only its header (GGUF: a growing prefix until gguf-parser-go
+// parses it; safetensors: the 8-byte length and the JSON header). Tensors
+// are downloaded when read through Snapshot.Open, so a server downloads
+// its span's tensors and a client the embeddings and LM head only.
+//
+// A file whose every byte has been downloaded is checked against its
+// SHA-256 then (a partial file cannot be: sizes and Content-Range are
+// checked on every request instead). Offline (opts.Offline, or the
+// endpoint unreachable), a model whose listing and needed bytes are cached
+// still resolves; otherwise errors wrap ErrOffline and name the
+// repository, the endpoint and the cache directory.
+//
+// ctx also bounds the downloads made later by reads through Open.
+func ResolveRepo(ctx context.Context, ref RepoRef, opts Options) (*Snapshot, error) {
+	if ref.Revision == "" {
+		ref.Revision = "main"
+	}
+	root, err := cacheRoot(opts.CacheDir)
+	if err != nil {
+		return nil, err
+	}
+	endpoint, err := checkEndpoint(opts.Endpoint)
+	if err != nil {
+		return nil, err
+	}
+	d := newDownloader(opts)
+	dir := filepath.Join(root, "hub", strings.ReplaceAll(ref.Repo, "/", "--"), url.PathEscape(ref.Revision))
+	files, offline, err := listCached(ctx, d, endpoint, ref, dir, opts.Offline)
+	if err != nil {
+		return nil, err
+	}
+	m, err := pickModel(ref, files)
+	if err != nil {
+		return nil, err
+	}
+	s := &Snapshot{Ref: ref, Layout: m.Layout, Dir: dir, Path: dir, partials: map[string]*partial{}}
+	for _, f := range m.Small {
+		if err := s.fetchSmall(ctx, d, endpoint, f, offline); err != nil {
+			return nil, err
+		}
+	}
+	weights := m.Weights
+	if m.Index != nil {
+		raw, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(m.Index.Path)))
+		if err != nil {
+			return nil, fmt.Errorf("hub: %w", err)
+		}
+		if weights, err = shardsOf(ref, raw, files); err != nil {
+			return nil, err
+		}
+	}
+	for _, f := range weights {
+		local := filepath.Join(dir, filepath.FromSlash(f.Path))
+		p, err := openPartial(ctx, d, local, fileURL(endpoint, ref, f.Path), ref.Repo, endpoint, f, offline)
+		if err != nil {
+			return nil, err
+		}
+		if !p.complete {
+			if m.Layout == LayoutGGUF {
+				err = p.probeGGUF()
+			} else {
+				err = p.readSafetensorsHeader()
+			}
+			if err != nil {
+				return nil, err
+			}
+		}
+		s.partials[filepath.Clean(local)] = p
+		if m.Layout == LayoutGGUF {
+			s.Path = local
+		}
+	}
+	return s, nil
+}
+
+// Open opens a file of the snapshot for reading by offset: a weights file
+// downloads the bytes it lacks as they are read; any other path is opened
+// with os.Open. Pass it to blocks.WithOpenFile.
+func (s *Snapshot) Open(path string) (ReadAtFile, error) {
+	if p, ok := s.partials[filepath.Clean(path)]; ok {
+		return p.open()
+	}
+	return os.Open(path)
+}
+
+// fileURL is {endpoint}/{repo}/resolve/{revision}/{path}.
+func fileURL(endpoint string, ref RepoRef, path string) string {
+	return endpoint + "/" + ref.Repo + "/resolve/" + url.PathEscape(ref.Revision) + "/" + path
+}
+
+// listCached lists the repository and caches the listing in dir; offline
+// or when the endpoint cannot be reached it returns the cached listing and
+// offline = true.
+func listCached(ctx context.Context, d downloader, endpoint string, ref RepoRef, dir string, offline bool) ([]File, bool, error) {
+	cached := filepath.Join(dir, listingFile)
+	var reason error
+	if !offline {
+		files, err := d.listRepo(ctx, endpoint, ref)
+		var u *unreachable
+		switch {
+		case err == nil:
+			raw, err := json.Marshal(files)
+			if err == nil {
+				err = os.MkdirAll(dir, 0o755)
+			}
+			if err == nil {
+				err = writeFileAtomic(cached, raw)
+			}
+			if err != nil {
+				return nil, false, fmt.Errorf("hub: cache the listing of %s: %w", ref, err)
+			}
+			return files, false, nil
+		case errors.As(err, &u):
+			reason = err
+		default:
+			return nil, false, fmt.Errorf("hub: list %s at %s: %w", ref, endpoint, err)
+		}
+	}
+	raw, err := os.ReadFile(cached)
+	if err != nil {
+		why := "HF_HUB_OFFLINE is set"
+		if reason != nil {
+			why = fmt.Sprintf("%s cannot be reached (%v)", endpoint, reason)
+		}
+		return nil, false, fmt.Errorf("%w: %s: %s and the cache (%s) holds no listing of it: download it once online, or set HF_ENDPOINT to a reachable mirror",
+			ErrOffline, ref, why, dir)
+	}
+	var files []File
+	if err := json.Unmarshal(raw, &files); err != nil {
+		return nil, false, fmt.Errorf("hub: %s: %w (delete it to list again)", cached, err)
+	}
+	return files, true, nil
+}
+
+// fetchSmall downloads f whole into the snapshot unless the cache holds
+// it at the right size.
+func (s *Snapshot) fetchSmall(ctx context.Context, d downloader, endpoint string, f File, offline bool) error {
+	local := filepath.Join(s.Dir, filepath.FromSlash(f.Path))
+	if st, err := os.Stat(local); err == nil && st.Mode().IsRegular() && st.Size() == f.Size {
+		return nil
+	}
+	if offline {
+		return fmt.Errorf("%w: %s: %s is not in the cache (%s) and %s is not used offline", ErrOffline, s.Ref, f.Path, s.Dir, endpoint)
+	}
+	return d.fetch(ctx, fileURL(endpoint, s.Ref, f.Path), f, local)
+}
+
+// parseGGUF runs gguf-parser-go, turning its panics on malformed input
+// into errors.
+func parseGGUF(path string) (gf *gguf.GGUFFile, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			gf, err = nil, fmt.Errorf("malformed header: %v", r)
+		}
+	}()
+	return gguf.ParseGGUFFile(path)
+}
+
+// probeGGUF downloads a prefix of the GGUF file until gguf-parser-go
+// parses a header that ends inside the downloaded bytes (the rest of the
+// sparse file reads as zeros, so a header parsed past the prefix is not
+// trusted), and records the tensors' extents.
+func (p *partial) probeGGUF() error {
+	for prefix := min(p.file.Size, ggufProbe); ; prefix = min(p.file.Size, 2*prefix) {
+		if err := p.ensure(0, prefix); err != nil {
+			return err
+		}
+		gf, err := parseGGUF(p.local)
+		if err == nil && gf.TensorDataStartOffset <= prefix {
+			ext := make(extents, 0, len(gf.TensorInfos))
+			for _, ti := range gf.TensorInfos {
+				start := gf.TensorDataStartOffset + int64(ti.Offset)
+				ext = append(ext, span{start, start + int64(ti.Bytes())})
+			}
+			p.setExtents(ext)
+			return nil
+		}
+		if prefix == p.file.Size {
+			if err == nil {
+				err = fmt.Errorf("the header ends at byte %d, past the end", gf.TensorDataStartOffset)
+			}
+			return fmt.Errorf("%w: %s: %s is not a readable GGUF file: %w", ErrNoModel, p.repo, p.file.Path, err)
+		}
+	}
+}
+
+// safetensorsMaxHeader bounds a safetensors JSON header (the reference
+// implementation refuses headers over 100 MB).
+const safetensorsMaxHeader = 100 << 20
+
+// readSafetensorsHeader downloads a safetensors file's header
+// (https://github.com/huggingface/safetensors: an 8-byte little-endian
+// length N, then N bytes of JSON whose entries' data_offsets are relative
+// to the byte after the header) and records the tensors' extents.
+func (p *partial) readSafetensorsHeader() error {
+	bad := func(format string, a ...any) error {
+		return fmt.Errorf("%w: %s: %s is not a safetensors file: %s", ErrNoModel, p.repo, p.file.Path, fmt.Sprintf(format, a...))
+	}
+	if p.file.Size < 8 {
+		return bad("%d bytes", p.file.Size)
+	}
+	h, err := p.open()
+	if err != nil {
+		return err
+	}
+	defer h.Close()
+	var lenBuf [8]byte
+	if _, err := h.ReadAt(lenBuf[:], 0); err != nil {
+		return err
+	}
+	n := binary.LittleEndian.Uint64(lenBuf[:])
+	if n > safetensorsMaxHeader || int64(n) > p.file.Size-8 {
+		return bad("header length %d in a %d-byte file", n, p.file.Size)
+	}
+	raw := make([]byte, n)
+	if _, err := h.ReadAt(raw, 8); err != nil {
+		return err
+	}
+	var header map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &header); err != nil {
+		return bad("header: %v", err)
+	}
+	base := 8 + int64(n)
+	ext := make(extents, 0, len(header))
+	for name, v := range header {
+		if name == "__metadata__" {
+			continue
+		}
+		var t struct {
+			DataOffsets []int64 `json:"data_offsets"`
+		}
+		if err := json.Unmarshal(v, &t); err != nil || len(t.DataOffsets) != 2 || t.DataOffsets[0] < 0 ||
+			t.DataOffsets[1] < t.DataOffsets[0] || base+t.DataOffsets[1] > p.file.Size {
+			return bad("tensor %s: bad data_offsets", name)
+		}
+		ext = append(ext, span{base + t.DataOffsets[0], base + t.DataOffsets[1]})
+	}
+	p.setExtents(ext)
+	return nil
+}
+
+// setExtents records the tensors' byte ranges, sorted.
+func (p *partial) setExtents(ext extents) {
+	slices.SortFunc(ext, func(a, b span) int { return int(min(max(a.Start-b.Start, -1), 1)) })
+	p.mu.Lock()
+	p.ext = ext
+	p.mu.Unlock()
+}
+
+// writeFileAtomic writes raw to path through a temporary file renamed
+// over it.
+func writeFileAtomic(path string, raw []byte) error {
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*.tmp")
+	if err != nil {
+		return err
+	}
+	_, err = tmp.Write(raw)
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp.Name(), path)
+	}
+	if err != nil {
+		os.Remove(tmp.Name())
+	}
+	return err
+}
