@@ -44,7 +44,7 @@ type partial struct {
 	file     File
 	repo     string // for messages
 	endpoint string
-	offline  bool
+	offline  string // why the endpoint is not used; "" when it is
 	d        downloader
 	// ctx bounds the requests made from ReadAt, which takes no context:
 	// the context ResolveRepo was called with.
@@ -61,7 +61,7 @@ type partial struct {
 // are, partial ones resume from their sidecar, others start as a sparse
 // file of f.Size bytes (the sidecar is written first, so a full-size file
 // without one is always complete).
-func openPartial(ctx context.Context, d downloader, local, url, repo, endpoint string, f File, offline bool) (*partial, error) {
+func openPartial(ctx context.Context, d downloader, local, url, repo, endpoint string, f File, offline string) (*partial, error) {
 	p := &partial{local: local, url: url, file: f, repo: repo, endpoint: endpoint, offline: offline, d: d, ctx: ctx}
 	side := local + sidecarSuffix
 	sc, err := readSidecar(side)
@@ -77,9 +77,8 @@ func openPartial(ctx context.Context, d downloader, local, url, repo, endpoint s
 		p.present = sc.present()
 		return p, nil
 	}
-	if offline {
-		return nil, fmt.Errorf("%w: %s: %s is not in the cache (%s) and %s is not used offline",
-			ErrOffline, repo, f.Path, local, endpoint)
+	if offline != "" {
+		return nil, fmt.Errorf("%w: %s: %s is not in the cache (%s) and %s", ErrOffline, repo, f.Path, local, offline)
 	}
 	// Start afresh: a stale sidecar names another version of the file.
 	if err := os.MkdirAll(filepath.Dir(local), 0o755); err != nil {
@@ -131,9 +130,9 @@ func (p *partial) ensure(start, end int64) error {
 // from where a broken transfer stopped as long as each attempt makes
 // progress, and records what arrived. It returns the bytes recorded.
 func (p *partial) fetchLocked(start, end int64) (int64, error) {
-	if p.offline {
-		return 0, fmt.Errorf("%w: %s: %s bytes %d..%d are not in the cache (%s) and %s is not used offline",
-			ErrOffline, p.repo, p.file.Path, start, end, p.local, p.endpoint)
+	if p.offline != "" {
+		return 0, fmt.Errorf("%w: %s: %s bytes %d..%d are not in the cache (%s) and %s",
+			ErrOffline, p.repo, p.file.Path, start, end, p.local, p.offline)
 	}
 	data, err := os.OpenFile(p.local, os.O_WRONLY, 0)
 	if err != nil {

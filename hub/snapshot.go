@@ -140,8 +140,8 @@ func fileURL(endpoint string, ref RepoRef, path string) string {
 
 // listCached lists the repository and caches the listing in dir; offline
 // or when the endpoint cannot be reached it returns the cached listing and
-// offline = true.
-func listCached(ctx context.Context, d downloader, endpoint string, ref RepoRef, dir string, offline bool) ([]File, bool, error) {
+// why the endpoint is not used ("" when it is).
+func listCached(ctx context.Context, d downloader, endpoint string, ref RepoRef, dir string, offline bool) ([]File, string, error) {
 	cached := filepath.Join(dir, listingFile)
 	var reason error
 	if !offline {
@@ -157,40 +157,40 @@ func listCached(ctx context.Context, d downloader, endpoint string, ref RepoRef,
 				err = writeFileAtomic(cached, raw)
 			}
 			if err != nil {
-				return nil, false, fmt.Errorf("hub: cache the listing of %s: %w", ref, err)
+				return nil, "", fmt.Errorf("hub: cache the listing of %s: %w", ref, err)
 			}
-			return files, false, nil
+			return files, "", nil
 		case errors.As(err, &u):
 			reason = err
 		default:
-			return nil, false, fmt.Errorf("hub: list %s at %s: %w", ref, endpoint, err)
+			return nil, "", fmt.Errorf("hub: list %s at %s: %w", ref, endpoint, err)
 		}
+	}
+	why := "HF_HUB_OFFLINE is set"
+	if reason != nil {
+		why = fmt.Sprintf("%s cannot be reached (%v)", endpoint, reason)
 	}
 	raw, err := os.ReadFile(cached)
 	if err != nil {
-		why := "HF_HUB_OFFLINE is set"
-		if reason != nil {
-			why = fmt.Sprintf("%s cannot be reached (%v)", endpoint, reason)
-		}
-		return nil, false, fmt.Errorf("%w: %s: %s and the cache (%s) holds no listing of it: download it once online, or set HF_ENDPOINT to a reachable mirror",
+		return nil, "", fmt.Errorf("%w: %s: %s and the cache (%s) holds no listing of it: download it once online, or set HF_ENDPOINT to a reachable mirror",
 			ErrOffline, ref, why, dir)
 	}
 	var files []File
 	if err := json.Unmarshal(raw, &files); err != nil {
-		return nil, false, fmt.Errorf("hub: %s: %w (delete it to list again)", cached, err)
+		return nil, "", fmt.Errorf("hub: %s: %w (delete it to list again)", cached, err)
 	}
-	return files, true, nil
+	return files, why, nil
 }
 
 // fetchSmall downloads f whole into the snapshot unless the cache holds
 // it at the right size.
-func (s *Snapshot) fetchSmall(ctx context.Context, d downloader, endpoint string, f File, offline bool) error {
+func (s *Snapshot) fetchSmall(ctx context.Context, d downloader, endpoint string, f File, offline string) error {
 	local := filepath.Join(s.Dir, filepath.FromSlash(f.Path))
 	if st, err := os.Stat(local); err == nil && st.Mode().IsRegular() && st.Size() == f.Size {
 		return nil
 	}
-	if offline {
-		return fmt.Errorf("%w: %s: %s is not in the cache (%s) and %s is not used offline", ErrOffline, s.Ref, f.Path, s.Dir, endpoint)
+	if offline != "" {
+		return fmt.Errorf("%w: %s: %s is not in the cache (%s) and %s", ErrOffline, s.Ref, f.Path, s.Dir, offline)
 	}
 	return d.fetch(ctx, fileURL(endpoint, s.Ref, f.Path), f, local)
 }
