@@ -28,7 +28,7 @@ const probeSlack = 256 << 10
 // model is a synthesized model published on a fake hub.
 type model struct {
 	repo   string
-	local  string // the same model as a local path
+	local  string                   // the same model as a local path
 	tensor map[string]map[string]iv // file -> tensor name -> byte range, from the format's own header
 	header map[string]int64         // file -> header length (bytes before the first tensor's data)
 }
