@@ -58,13 +58,6 @@ func (r RepoRef) String() string {
 // '_' and '.' (https://huggingface.co/docs/hub/repositories).
 var repoName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*$`)
 
-// LooksLikeRepo reports whether s has the shape of a RepoRef. Callers
-// check first whether s is a local path: "models/x" is both.
-func LooksLikeRepo(s string) bool {
-	_, err := ParseRepoRef(s)
-	return err == nil
-}
-
 // ParseRepoRef reads ORG/REPO[@REVISION][:FILE]. Errors wrap ErrRepoRef.
 func ParseRepoRef(s string) (RepoRef, error) {
 	ref := RepoRef{Revision: "main"}

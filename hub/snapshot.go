@@ -149,6 +149,7 @@ func listCached(ctx context.Context, d downloader, endpoint string, ref RepoRef,
 		var u *unreachable
 		switch {
 		case err == nil:
+			forgetChanged(dir, cached, files)
 			raw, err := json.Marshal(files)
 			if err == nil {
 				err = os.MkdirAll(dir, 0o755)
@@ -180,6 +181,31 @@ func listCached(ctx context.Context, d downloader, endpoint string, ref RepoRef,
 		return nil, "", fmt.Errorf("hub: %s: %w (delete it to list again)", cached, err)
 	}
 	return files, why, nil
+}
+
+// forgetChanged deletes the cached copies (and sidecars) of files whose
+// size or hash differs from the previous listing's: the revision (a
+// branch) moved, and a complete file is otherwise trusted by its size.
+func forgetChanged(dir, cached string, files []File) {
+	raw, err := os.ReadFile(cached)
+	if err != nil {
+		return
+	}
+	var old []File
+	if json.Unmarshal(raw, &old) != nil {
+		return
+	}
+	now := map[string]File{}
+	for _, f := range files {
+		now[f.Path] = f
+	}
+	for _, f := range old {
+		if g, ok := now[f.Path]; !ok || g != f {
+			local := filepath.Join(dir, filepath.FromSlash(f.Path))
+			os.Remove(local)
+			os.Remove(local + sidecarSuffix)
+		}
+	}
 }
 
 // fetchSmall downloads f whole into the snapshot unless the cache holds

@@ -208,3 +208,33 @@ func TestCompleteFileIsChecked(t *testing.T) {
 	require.NoFileExists(t, s.Path)
 	require.NoFileExists(t, s.Path+".ranges")
 }
+
+// TestChangedUpstreamFileIsDownloadedAgain: when the branch moves and a
+// cached file's hash changes, the cached copy is dropped, even a complete
+// one of the same size.
+func TestChangedUpstreamFileIsDownloadedAgain(t *testing.T) {
+	srv := hubtest.New(t)
+	data, a, _ := bigGGUF(t, srv)
+	cache := t.TempDir()
+	s, err := resolveBig(t, cache, srv.URL, false)
+	require.NoError(t, err)
+	got, err := readRange(t, s, [2]int64{0, int64(len(data))})
+	require.NoError(t, err)
+	require.Equal(t, data, got)
+
+	c := synth.DefaultConfig()
+	c.Layers, c.Dim, c.FFN, c.Heads, c.KVHeads, c.Seed = 8, 128, 256, 4, 2, 99
+	p := filepath.Join(t.TempDir(), "big.gguf")
+	require.NoError(t, synth.WriteGGUF(p, c))
+	next, err := os.ReadFile(p)
+	require.NoError(t, err)
+	require.Len(t, next, len(data))
+	require.NotEqual(t, data[a[0]:a[1]], next[a[0]:a[1]])
+	srv.AddFile("org/big-GGUF", "big.gguf", next)
+
+	s, err = resolveBig(t, cache, srv.URL, false)
+	require.NoError(t, err)
+	got, err = readRange(t, s, a)
+	require.NoError(t, err)
+	require.Equal(t, next[a[0]:a[1]], got)
+}

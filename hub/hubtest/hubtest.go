@@ -102,7 +102,8 @@ func (s *Server) AddDir(t testing.TB, repo, dir string) {
 	}
 }
 
-// AddFile publishes data as path in repo.
+// AddFile publishes data as path in repo, replacing the file of that path
+// if there is one (a new commit on the branch).
 func (s *Server) AddFile(repo, path string, data []byte) {
 	sum := sha256.Sum256(data)
 	blob := sha1.New()
@@ -112,6 +113,7 @@ func (s *Server) AddFile(repo, path string, data []byte) {
 		lfs: strings.HasSuffix(path, ".gguf") || strings.HasSuffix(path, ".safetensors")}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.repos[repo] = slices.DeleteFunc(s.repos[repo], func(g file) bool { return g.path == path })
 	s.repos[repo] = append(s.repos[repo], f)
 	slices.SortFunc(s.repos[repo], func(a, b file) int { return strings.Compare(a.path, b.path) })
 }
