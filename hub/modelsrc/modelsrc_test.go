@@ -294,3 +294,43 @@ func TestHeadDownloadsNoBlockTensor(t *testing.T) {
 		})
 	}
 }
+
+// TestConcurrentLoadsShareDownloads: two models opened on one snapshot
+// (as a server's probe and its engine are) loading spans and the head at
+// once download each byte once.
+func TestConcurrentLoadsShareDownloads(t *testing.T) {
+	srv, models := publish(t, bigConfig())
+	for _, layout := range []string{"gguf", "safetensors"} {
+		t.Run(layout, func(t *testing.T) {
+			m := models[layout]
+			srv.Reset()
+			src, err := modelsrc.Resolve(t.Context(), m.repo, hub.Options{CacheDir: t.TempDir(), Endpoint: srv.URL})
+			require.NoError(t, err)
+			var opened []*blocks.Model
+			for range 2 {
+				bm, err := blocks.Open(src.Path, src.Options()...)
+				require.NoError(t, err)
+				defer bm.Close()
+				opened = append(opened, bm)
+			}
+			errs := make(chan error, 4)
+			for i, span := range []swarm.Span{{Start: 0, End: 5}, {Start: 3, End: 8}, {Start: 2, End: 6}} {
+				go func() {
+					e, err := opened[i%2].LoadSpan(span)
+					if err == nil {
+						err = e.Close()
+					}
+					errs <- err
+				}()
+			}
+			go func() {
+				_, err := opened[1].LoadHead()
+				errs <- err
+			}()
+			for range 4 {
+				require.NoError(t, <-errs)
+			}
+			checkSent(t, layout, m, srv.Sent(), wanted(m, func(string) bool { return true }))
+		})
+	}
+}
