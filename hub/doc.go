@@ -12,8 +12,9 @@
 // through OptionsFromEnv.
 //
 // ResolveRepo does the same for any repository reference
-// ORG/REPO[@REVISION][:FILE] (`swarm serve --model`): it lists the
-// repository through {endpoint}/api/models/{repo}/tree/{revision}, picks a
+// ORG/REPO[@REVISION][:FILE] (`swarm serve --model`): it pins the
+// revision to its commit ({endpoint}/api/models/{repo}/revision/{revision}),
+// lists the repository at that commit (.../tree/{commit}), picks a
 // GGUF file or the safetensors layout, downloads the small files whole and
 // only the headers of the weights files, and returns a Snapshot whose Open
 // gives files that download missing tensors by HTTP range request as they

@@ -101,9 +101,46 @@ type treeEntry struct {
 // by 1000 entries with a Link: <...>; rel="next" header).
 const maxListPages = 100
 
-// listRepo returns the files of ref.Repo at ref.Revision.
-func (d downloader) listRepo(ctx context.Context, endpoint string, ref RepoRef) ([]File, error) {
-	next := endpoint + "/api/models/" + ref.Repo + "/tree/" + url.PathEscape(ref.Revision) + "?recursive=true"
+// listing is a repository's files at one commit.
+type listing struct {
+	// Commit is the commit ref.Revision pointed at (40 hex digits): files
+	// are downloaded from it, so that a branch moving while a model is
+	// downloaded by range cannot mix two versions of a file.
+	Commit string `json:"commit"`
+	Files  []File `json:"files"`
+}
+
+// commitHash is a full git commit id.
+var commitHash = regexp.MustCompile(`^[0-9a-f]{40}$`)
+
+// listRepo returns the files of ref.Repo at ref.Revision: the revision's
+// commit from GET {endpoint}/api/models/{repo}/revision/{revision} (the
+// "sha" of the model info, as huggingface_hub's model_info reads it), then
+// the tree at that commit.
+func (d downloader) listRepo(ctx context.Context, endpoint string, ref RepoRef) (listing, error) {
+	u := endpoint + "/api/models/" + ref.Repo + "/revision/" + url.PathEscape(ref.Revision)
+	resp, err := d.get(ctx, u, nil)
+	if err != nil {
+		return listing{}, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return listing{}, statusError(u, resp)
+	}
+	var info struct {
+		SHA string `json:"sha"`
+	}
+	if err := json.NewDecoder(io.LimitReader(resp.Body, 64<<20)).Decode(&info); err != nil || !commitHash.MatchString(info.SHA) {
+		return listing{}, fmt.Errorf("%w: GET %s: want model info with a 40-hex-digit \"sha\" (got %q, %v)", ErrDownload, u, info.SHA, err)
+	}
+	files, err := d.listTree(ctx, endpoint, ref.Repo, info.SHA)
+	return listing{Commit: info.SHA, Files: files}, err
+}
+
+// listTree returns the files of repo at commit.
+func (d downloader) listTree(ctx context.Context, endpoint, repo, commit string) ([]File, error) {
+	ref := RepoRef{Repo: repo, Revision: commit}
+	next := endpoint + "/api/models/" + repo + "/tree/" + commit + "?recursive=true"
 	var files []File
 	for page := 0; next != ""; page++ {
 		if page == maxListPages {

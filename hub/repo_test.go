@@ -3,6 +3,7 @@ package hub_test
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -81,6 +82,7 @@ func TestResolveRepoPicksTheModel(t *testing.T) {
 		s, err := snap(t, ref)
 		require.NoError(t, err, ref)
 		require.Equal(t, hub.LayoutGGUF, s.Layout, ref)
+		require.Equal(t, hubtest.Commit, s.Commit, ref)
 		require.Equal(t, filepath.Join(s.Dir, filepath.FromSlash(want)), s.Path, ref)
 		require.Equal(t, filepath.Join(cache, "hub", s.Ref.Repo[:3]+"--"+s.Ref.Repo[4:], "main"), s.Dir)
 	}
@@ -116,6 +118,16 @@ func TestResolveRepoPicksTheModel(t *testing.T) {
 		require.ErrorIs(t, err, hub.ErrNoModel, ref)
 		require.ErrorContains(t, err, msg, ref)
 	}
+	// Files come from the commit the revision pointed at when listed.
+	resolves := 0
+	for _, r := range srv.Requests() {
+		if strings.Contains(r, "/resolve/") {
+			resolves++
+			require.Contains(t, r, "/resolve/"+hubtest.Commit+"/")
+		}
+	}
+	require.NotZero(t, resolves)
+
 	// The listing is paged (Link: <...>; rel="next") as the hub pages it.
 	srv.Set(func(s *hubtest.Server) { s.PageSize = 2 })
 	srv.Reset()
@@ -136,7 +148,7 @@ func TestResolveRepoPicksTheModel(t *testing.T) {
 	_, err = snap(t, "org/missing")
 	require.ErrorIs(t, err, hub.ErrDownload)
 	require.ErrorContains(t, err, "404 Not Found (no such repository, revision or file)")
-	require.ErrorContains(t, err, srv.URL+"/api/models/org/missing/tree/main")
+	require.ErrorContains(t, err, srv.URL+"/api/models/org/missing/revision/main")
 	_, err = snap(t, "org/one-GGUF@nope")
 	require.ErrorIs(t, err, hub.ErrDownload)
 }

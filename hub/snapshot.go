@@ -30,6 +30,9 @@ type Snapshot struct {
 	// Path is what blocks.Open takes: the .gguf file, or Dir for the
 	// safetensors layout.
 	Path string
+	// Commit is the commit Ref.Revision pointed at when last listed; files
+	// are downloaded from it.
+	Commit string
 
 	partials map[string]*partial // by cleaned local path
 }
@@ -45,7 +48,9 @@ const listingFile = ".listing.json"
 const ggufProbe = 256 << 10
 
 // ResolveRepo makes ref's model readable locally under opts.CacheDir: it
-// lists the repository (GET {endpoint}/api/models/{repo}/tree/{revision}),
+// pins the revision to its commit (GET
+// {endpoint}/api/models/{repo}/revision/{revision}), lists the repository
+// at that commit (GET .../tree/{commit}), downloads files from that commit,
 // picks the model (see RepoRef.File), downloads config and tokenizer files
 // whole (size and SHA-256 or git blob id checked) and, for each weights
 // file, only its header (GGUF: a growing prefix until gguf-parser-go
@@ -75,15 +80,16 @@ func ResolveRepo(ctx context.Context, ref RepoRef, opts Options) (*Snapshot, err
 	}
 	d := newDownloader(opts)
 	dir := filepath.Join(root, "hub", strings.ReplaceAll(ref.Repo, "/", "--"), url.PathEscape(ref.Revision))
-	files, offline, err := listCached(ctx, d, endpoint, ref, dir, opts.Offline)
+	list, offline, err := listCached(ctx, d, endpoint, ref, dir, opts.Offline)
 	if err != nil {
 		return nil, err
 	}
+	files := list.Files
 	m, err := pickModel(ref, files)
 	if err != nil {
 		return nil, err
 	}
-	s := &Snapshot{Ref: ref, Layout: m.Layout, Dir: dir, Path: dir, partials: map[string]*partial{}}
+	s := &Snapshot{Ref: ref, Layout: m.Layout, Dir: dir, Path: dir, Commit: list.Commit, partials: map[string]*partial{}}
 	for _, f := range m.Small {
 		if err := s.fetchSmall(ctx, d, endpoint, f, offline); err != nil {
 			return nil, err
@@ -101,7 +107,7 @@ func ResolveRepo(ctx context.Context, ref RepoRef, opts Options) (*Snapshot, err
 	}
 	for _, f := range weights {
 		local := filepath.Join(dir, filepath.FromSlash(f.Path))
-		p, err := openPartial(ctx, d, local, fileURL(endpoint, ref, f.Path), ref.Repo, endpoint, f, offline)
+		p, err := openPartial(ctx, d, local, s.fileURL(endpoint, f.Path), ref.Repo, endpoint, f, offline)
 		if err != nil {
 			return nil, err
 		}
@@ -133,24 +139,24 @@ func (s *Snapshot) Open(path string) (ReadAtFile, error) {
 	return os.Open(path)
 }
 
-// fileURL is {endpoint}/{repo}/resolve/{revision}/{path}.
-func fileURL(endpoint string, ref RepoRef, path string) string {
-	return endpoint + "/" + ref.Repo + "/resolve/" + url.PathEscape(ref.Revision) + "/" + path
+// fileURL is {endpoint}/{repo}/resolve/{commit}/{path}.
+func (s *Snapshot) fileURL(endpoint, path string) string {
+	return endpoint + "/" + s.Ref.Repo + "/resolve/" + url.PathEscape(s.Commit) + "/" + path
 }
 
 // listCached lists the repository and caches the listing in dir; offline
 // or when the endpoint cannot be reached it returns the cached listing and
 // why the endpoint is not used ("" when it is).
-func listCached(ctx context.Context, d downloader, endpoint string, ref RepoRef, dir string, offline bool) ([]File, string, error) {
+func listCached(ctx context.Context, d downloader, endpoint string, ref RepoRef, dir string, offline bool) (listing, string, error) {
 	cached := filepath.Join(dir, listingFile)
 	var reason error
 	if !offline {
-		files, err := d.listRepo(ctx, endpoint, ref)
+		list, err := d.listRepo(ctx, endpoint, ref)
 		var u *unreachable
 		switch {
 		case err == nil:
-			forgetChanged(dir, cached, files)
-			raw, err := json.Marshal(files)
+			forgetChanged(dir, cached, list.Files)
+			raw, err := json.Marshal(list)
 			if err == nil {
 				err = os.MkdirAll(dir, 0o755)
 			}
@@ -158,13 +164,13 @@ func listCached(ctx context.Context, d downloader, endpoint string, ref RepoRef,
 				err = writeFileAtomic(cached, raw)
 			}
 			if err != nil {
-				return nil, "", fmt.Errorf("hub: cache the listing of %s: %w", ref, err)
+				return listing{}, "", fmt.Errorf("hub: cache the listing of %s: %w", ref, err)
 			}
-			return files, "", nil
+			return list, "", nil
 		case errors.As(err, &u):
 			reason = err
 		default:
-			return nil, "", fmt.Errorf("hub: list %s at %s: %w", ref, endpoint, err)
+			return listing{}, "", fmt.Errorf("hub: list %s at %s: %w", ref, endpoint, err)
 		}
 	}
 	why := "HF_HUB_OFFLINE is set"
@@ -173,14 +179,14 @@ func listCached(ctx context.Context, d downloader, endpoint string, ref RepoRef,
 	}
 	raw, err := os.ReadFile(cached)
 	if err != nil {
-		return nil, "", fmt.Errorf("%w: %s: %s and the cache (%s) holds no listing of it: download it once online, or set HF_ENDPOINT to a reachable mirror",
+		return listing{}, "", fmt.Errorf("%w: %s: %s and the cache (%s) holds no listing of it: download it once online, or set HF_ENDPOINT to a reachable mirror",
 			ErrOffline, ref, why, dir)
 	}
-	var files []File
-	if err := json.Unmarshal(raw, &files); err != nil {
-		return nil, "", fmt.Errorf("hub: %s: %w (delete it to list again)", cached, err)
+	var list listing
+	if err := json.Unmarshal(raw, &list); err != nil || !commitHash.MatchString(list.Commit) {
+		return listing{}, "", fmt.Errorf("hub: %s is not a listing (delete it to list again): %v", cached, err)
 	}
-	return files, why, nil
+	return list, why, nil
 }
 
 // forgetChanged deletes the cached copies (and sidecars) of files whose
@@ -191,7 +197,7 @@ func forgetChanged(dir, cached string, files []File) {
 	if err != nil {
 		return
 	}
-	var old []File
+	var old listing
 	if json.Unmarshal(raw, &old) != nil {
 		return
 	}
@@ -199,7 +205,7 @@ func forgetChanged(dir, cached string, files []File) {
 	for _, f := range files {
 		now[f.Path] = f
 	}
-	for _, f := range old {
+	for _, f := range old.Files {
 		if g, ok := now[f.Path]; !ok || g != f {
 			local := filepath.Join(dir, filepath.FromSlash(f.Path))
 			os.Remove(local)
@@ -218,7 +224,7 @@ func (s *Snapshot) fetchSmall(ctx context.Context, d downloader, endpoint string
 	if offline != "" {
 		return fmt.Errorf("%w: %s: %s is not in the cache (%s) and %s", ErrOffline, s.Ref, f.Path, s.Dir, offline)
 	}
-	return d.fetch(ctx, fileURL(endpoint, s.Ref, f.Path), f, local)
+	return d.fetch(ctx, s.fileURL(endpoint, f.Path), f, local)
 }
 
 // parseGGUF runs gguf-parser-go, turning its panics on malformed input

@@ -1,7 +1,8 @@
 // Package hubtest is a local HTTP server laid out like the Hugging Face
-// hub, for tests: it lists repositories (GET
-// /api/models/{repo}/tree/{revision}, paged with a Link header as the hub
-// pages), serves files at /{repo}/resolve/{revision}/{path} (small files
+// hub, for tests: it answers model info (GET
+// /api/models/{repo}/revision/{revision}, whose "sha" is Commit), lists
+// repositories (GET /api/models/{repo}/tree/{revision}, paged with a Link
+// header as the hub pages), serves files at /{repo}/resolve/{revision}/{path} (small files
 // directly with ETag and X-Repo-Commit; LFS files, here .gguf and
 // .safetensors, by a 302 redirect to /cdn/{sha256} carrying X-Linked-Etag
 // and X-Linked-Size, as the hub redirects to its CDN), supports Range
@@ -180,12 +181,24 @@ func (s *Server) lookup(repo, rev, path string) (file, bool) {
 
 // list answers {repo}/tree/{rev}, paged by PageSize with ?cursor=N.
 func (s *Server) list(w http.ResponseWriter, r *http.Request, rest string) {
-	parts := strings.SplitN(rest, "/", 4) // org, name, "tree", rev
-	if len(parts) != 4 || parts[2] != "tree" || r.URL.Query().Get("recursive") != "true" {
+	parts := strings.SplitN(rest, "/", 4) // org, name, "tree" or "revision", rev
+	if len(parts) != 4 || !(parts[2] == "tree" && r.URL.Query().Get("recursive") == "true" || parts[2] == "revision") {
 		http.Error(w, `{"error":"bad listing request"}`, http.StatusBadRequest)
 		return
 	}
 	repo, rev := parts[0]+"/"+parts[1], parts[3]
+	if parts[2] == "revision" {
+		s.mu.Lock()
+		_, ok := s.repos[repo]
+		s.mu.Unlock()
+		if !ok || (rev != "main" && rev != Commit) {
+			http.Error(w, `{"error":"Repository not found"}`, http.StatusNotFound)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		json.NewEncoder(w).Encode(map[string]any{"id": repo, "modelId": repo, "sha": Commit})
+		return
+	}
 	s.mu.Lock()
 	files, ok := s.repos[repo]
 	page := s.PageSize
