@@ -5,6 +5,7 @@ import (
 	"crypto/sha1"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -53,7 +54,8 @@ func (u *unreachable) Error() string { return u.err.Error() }
 func (u *unreachable) Unwrap() error { return u.err }
 
 // statusError describes a refused request, with a hint for the statuses
-// the hub answers for gated, private or missing repositories.
+// the hub answers for gated, private or missing repositories. It wraps
+// ErrDownload.
 func statusError(url string, resp *http.Response) error {
 	hint := ""
 	switch resp.StatusCode {
@@ -62,7 +64,30 @@ func statusError(url string, resp *http.Response) error {
 	case http.StatusNotFound:
 		hint = " (no such repository, revision or file)"
 	}
-	return fmt.Errorf("%w: GET %s: %s%s", ErrDownload, url, resp.Status, hint)
+	return &httpError{msg: fmt.Sprintf("GET %s: %s%s", url, resp.Status, hint), code: resp.StatusCode}
+}
+
+// httpError is a request answered with an unexpected status.
+type httpError struct {
+	msg  string
+	code int
+}
+
+func (e *httpError) Error() string { return ErrDownload.Error() + ": " + e.msg }
+func (e *httpError) Unwrap() error { return ErrDownload }
+
+// transient reports whether a failed request may succeed if tried again:
+// no answer at all, a 5xx or 429 status, or a body cut short.
+func transient(err error) bool {
+	var u *unreachable
+	var h *httpError
+	switch {
+	case errors.As(err, &u), errors.Is(err, io.ErrUnexpectedEOF):
+		return true
+	case errors.As(err, &h):
+		return h.code >= 500 || h.code == http.StatusTooManyRequests
+	}
+	return false
 }
 
 // fetch downloads url into dst through a temporary file in dst's

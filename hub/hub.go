@@ -11,6 +11,7 @@ import (
 	"path"
 	"path/filepath"
 	"strings"
+	"time"
 )
 
 // Sentinel errors callers can test with errors.Is.
@@ -106,6 +107,13 @@ type Options struct {
 	// Offline makes ResolveRepo use only what the cache holds, without any
 	// request (HF_HUB_OFFLINE=1).
 	Offline bool
+	// Retries is how many times ResolveRepo's range downloads retry a
+	// transient failure that made no progress (no answer, 5xx, 429); 0
+	// means none. A transfer broken after some bytes always goes on.
+	Retries int
+	// RetryWait is the wait before the first retry; the n-th waits n times
+	// as long.
+	RetryWait time.Duration
 }
 
 // Source says where Resolve found a model.

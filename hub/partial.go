@@ -46,6 +46,10 @@ type partial struct {
 	endpoint string
 	offline  string // why the endpoint is not used; "" when it is
 	d        downloader
+	retry    struct {
+		n    int           // Options.Retries
+		wait time.Duration // Options.RetryWait
+	}
 	// ctx bounds the requests made from ReadAt, which takes no context:
 	// the context ResolveRepo was called with.
 	ctx context.Context
@@ -126,9 +130,11 @@ func (p *partial) ensure(start, end int64) error {
 	return nil
 }
 
-// fetchLocked downloads [start, end) into the local file, retrying at once
-// from where a broken transfer stopped as long as each attempt makes
-// progress, and records what arrived. It returns the bytes recorded.
+// fetchLocked downloads [start, end) into the local file and records what
+// arrived. A broken transfer that made progress goes on at once from where
+// it stopped; a transient failure without progress (no answer, 5xx, 429)
+// is retried up to Options.Retries times, waiting RetryWait, then twice
+// that, and so on. It returns the bytes recorded.
 func (p *partial) fetchLocked(start, end int64) (int64, error) {
 	if p.offline != "" {
 		return 0, fmt.Errorf("%w: %s: %s bytes %d..%d are not in the cache (%s) and %s",
@@ -140,6 +146,7 @@ func (p *partial) fetchLocked(start, end int64) (int64, error) {
 	}
 	defer data.Close()
 	var done int64
+	failures := 0
 	for {
 		n, err := p.d.fetchRange(p.ctx, p.url, p.file.Size, start+done, end, data, p.progressLocked())
 		if n > 0 {
@@ -151,14 +158,28 @@ func (p *partial) fetchLocked(start, end int64) (int64, error) {
 		if err == nil {
 			return done, nil
 		}
+		if p.ctx.Err() != nil {
+			return done, err
+		}
+		if n > 0 { // a broken transfer that made progress: go on at once
+			failures = 0
+			continue
+		}
+		if failures < p.retry.n && transient(err) {
+			failures++
+			select {
+			case <-time.After(time.Duration(failures) * p.retry.wait):
+				continue
+			case <-p.ctx.Done():
+				return done, fmt.Errorf("%w (waiting to retry after: %w)", p.ctx.Err(), err)
+			}
+		}
 		var u *unreachable
 		if errors.As(err, &u) && done == 0 {
 			return done, fmt.Errorf("%w: %s: %s bytes %d..%d are not in the cache (%s) and %s cannot be reached: %w",
 				ErrOffline, p.repo, p.file.Path, start, end, p.local, p.endpoint, err)
 		}
-		if n == 0 || p.ctx.Err() != nil {
-			return done, err
-		}
+		return done, err
 	}
 }
 

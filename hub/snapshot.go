@@ -111,6 +111,7 @@ func ResolveRepo(ctx context.Context, ref RepoRef, opts Options) (*Snapshot, err
 		if err != nil {
 			return nil, err
 		}
+		p.retry.n, p.retry.wait = opts.Retries, opts.RetryWait
 		if !p.complete {
 			if m.Layout == LayoutGGUF {
 				err = p.probeGGUF()

@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"sort"
 	"testing"
+	"time"
 
 	gguf "github.com/gpustack/gguf-parser-go"
 	"github.com/stretchr/testify/require"
@@ -237,4 +238,40 @@ func TestChangedUpstreamFileIsDownloadedAgain(t *testing.T) {
 	got, err = readRange(t, s, a)
 	require.NoError(t, err)
 	require.Equal(t, next[a[0]:a[1]], got)
+}
+
+// TestRetriesTransientFailures: a 503 without progress is retried
+// Options.Retries times, then reported.
+func TestRetriesTransientFailures(t *testing.T) {
+	srv := hubtest.New(t)
+	data, a, _ := bigGGUF(t, srv)
+	opts := hub.Options{CacheDir: t.TempDir(), Endpoint: srv.URL, Retries: 2, RetryWait: time.Millisecond}
+	s, err := hub.ResolveRepo(t.Context(), hub.RepoRef{Repo: "org/big-GGUF"}, opts)
+	require.NoError(t, err)
+	srv.Set(func(s *hubtest.Server) { s.FailNext = 2 })
+	got, err := readRange(t, s, a)
+	require.NoError(t, err)
+	require.Equal(t, data[a[0]:a[1]], got)
+
+	b := [2]int64{a[1], a[1] + 1000}
+	srv.Set(func(s *hubtest.Server) { s.FailNext = 3 })
+	_, err = readRange(t, s, b)
+	require.ErrorIs(t, err, hub.ErrDownload)
+	require.ErrorContains(t, err, "503 Service Unavailable")
+}
+
+// TestGatedRepoNeedsToken: HF_TOKEN is sent as a bearer token; without
+// it a gated repository's 401 names HF_TOKEN.
+func TestGatedRepoNeedsToken(t *testing.T) {
+	srv := hubtest.New(t)
+	data, a, _ := bigGGUF(t, srv)
+	srv.Set(func(s *hubtest.Server) { s.Token = "hf_secret" })
+	_, err := hub.ResolveRepo(t.Context(), hub.RepoRef{Repo: "org/big-GGUF"}, hub.Options{CacheDir: t.TempDir(), Endpoint: srv.URL})
+	require.ErrorIs(t, err, hub.ErrDownload)
+	require.ErrorContains(t, err, "401 Unauthorized (a gated or private repository needs HF_TOKEN)")
+	s, err := hub.ResolveRepo(t.Context(), hub.RepoRef{Repo: "org/big-GGUF"}, hub.Options{CacheDir: t.TempDir(), Endpoint: srv.URL, Token: "hf_secret"})
+	require.NoError(t, err)
+	got, err := readRange(t, s, a)
+	require.NoError(t, err)
+	require.Equal(t, data[a[0]:a[1]], got)
 }

@@ -64,6 +64,10 @@ type Server struct {
 	// Unavailable, counting down; a request that CutAfter cuts does not
 	// count.
 	FailNext int
+	// Token, if not empty, makes the API and resolve endpoints answer 401
+	// Unauthorized to requests without "Authorization: Bearer <Token>", as
+	// for a gated repository (the CDN URLs need none, as signed URLs).
+	Token string
 
 	mu    sync.Mutex // guards the fields below and CutAfter
 	repos map[string][]file
@@ -120,7 +124,7 @@ func (s *Server) AddFile(repo, path string, data []byte) {
 }
 
 // Set runs f with the server's fields locked (CutAfter, FailNext,
-// PageSize).
+// PageSize, Token).
 func (s *Server) Set(f func(s *Server)) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -154,6 +158,14 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	s.mu.Unlock()
 	w.Header().Set("X-Repo-Commit", Commit)
 	p := r.URL.Path
+	s.mu.Lock()
+	token := s.Token
+	s.mu.Unlock()
+	if token != "" && !strings.HasPrefix(p, "/cdn/") && r.Header.Get("Authorization") != "Bearer "+token {
+		w.Header().Set("X-Error-Code", "GatedRepo")
+		http.Error(w, `{"error":"Access to this model is restricted"}`, http.StatusUnauthorized)
+		return
+	}
 	switch {
 	case strings.HasPrefix(p, "/api/models/"):
 		s.list(w, r, strings.TrimPrefix(p, "/api/models/"))
