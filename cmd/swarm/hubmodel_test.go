@@ -57,6 +57,12 @@ func TestGenerateFromHub(t *testing.T) {
 			require.Greater(t, len(want), len("Once upon a time\n"), "some tokens were generated")
 
 			hubDir := hubEnv(t, srv)
+			wantInfo, errOut, code := runSwarmProcess(t, "model", "info", "--json", "--model", local)
+			require.Equal(t, 0, code, errOut)
+			gotInfo, errOut, code := runSwarmProcess(t, "model", "info", "--json", "--model", repo)
+			require.Equal(t, 0, code, errOut)
+			require.JSONEq(t, wantInfo, gotInfo)
+
 			got, errOut, code := runSwarmProcess(t, append(gen, "--model", repo)...)
 			require.Equal(t, 0, code, errOut)
 			require.Equal(t, want, got)
