@@ -66,6 +66,8 @@ var depRules = map[string]depRule{
 	"blocks/tokenizer":      {only: vocabulary, std: []string{"net"}},
 	"blocks/synth":          {only: []string{"swarm", "blocks/tokenizer"}, std: []string{"net"}},
 	"hub":                   {only: []string{}},
+	"hub/modelsrc":          {only: []string{"hub", "blocks"}},
+	"hub/hubtest":           {only: []string{}, testOnly: true},
 	"registry":              {never: []string{"server", "client", "placement", "routing", "blocks", "cmd"}},
 	"registry/crdt":         {only: vocabulary, std: append(slices.Clone(pure), "math/rand", "math/rand/v2"), transitive: noNetwork},
 	"registry/memtransport": {only: []string{"registry", "registry/crdt", "swarm"}, std: []string{"github.com/libp2p"}},

@@ -11,6 +11,7 @@ import (
 	"path"
 	"path/filepath"
 	"strings"
+	"time"
 )
 
 // Sentinel errors callers can test with errors.Is.
@@ -36,8 +37,13 @@ type File struct {
 	Path string
 	// Size is the file's length in bytes.
 	Size int64
-	// SHA256 is the file's SHA-256, lower-case hex.
+	// SHA256 is the file's SHA-256, lower-case hex; "" when unknown (a
+	// file the hub stores in git rather than LFS).
 	SHA256 string
+	// BlobID is the file's git blob id (the SHA-1 of "blob <size>\x00"
+	// and its content, lower-case hex), checked when SHA256 is empty and
+	// this is not; "" when unknown.
+	BlobID string
 }
 
 // Model is a model whose files Resolve can fetch: a weights file and a
@@ -95,6 +101,19 @@ type Options struct {
 	Progress io.Writer
 	// HTTPClient makes the requests; nil means http.DefaultClient.
 	HTTPClient *http.Client
+	// Token, if not empty, is sent as "Authorization: Bearer <Token>" to
+	// the endpoint (HF_TOKEN: gated and private repositories).
+	Token string
+	// Offline makes ResolveRepo use only what the cache holds, without any
+	// request (HF_HUB_OFFLINE=1).
+	Offline bool
+	// Retries is how many times ResolveRepo's range downloads retry a
+	// transient failure that made no progress (no answer, 5xx, 429); 0
+	// means none. A transfer broken after some bytes always goes on.
+	Retries int
+	// RetryWait is the wait before the first retry; the n-th waits n times
+	// as long.
+	RetryWait time.Duration
 }
 
 // Source says where Resolve found a model.
@@ -139,17 +158,11 @@ func Resolve(ctx context.Context, m Model, opts Options) (Paths, error) {
 	if err != nil {
 		return Paths{}, err
 	}
-	endpoint := opts.Endpoint
-	if endpoint == "" {
-		endpoint = DefaultEndpoint
+	endpoint, err := checkEndpoint(opts.Endpoint)
+	if err != nil {
+		return Paths{}, err
 	}
-	if u, err := url.Parse(endpoint); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return Paths{}, fmt.Errorf("%w: endpoint %q is not an http(s) URL like %s", ErrBadOptions, endpoint, DefaultEndpoint)
-	}
-	d := downloader{client: opts.HTTPClient, progress: opts.Progress}
-	if d.client == nil {
-		d.client = http.DefaultClient
-	}
+	d := newDownloader(opts)
 	dir := filepath.Join(cacheDir, m.Name)
 	p := Paths{Source: FromCache}
 	for _, f := range []struct {
@@ -167,6 +180,27 @@ func Resolve(ctx context.Context, m Model, opts Options) (Paths, error) {
 		p.Source = FromDownload
 	}
 	return p, nil
+}
+
+// checkEndpoint returns endpoint, or DefaultEndpoint when empty, after
+// checking that it is an http(s) URL.
+func checkEndpoint(endpoint string) (string, error) {
+	if endpoint == "" {
+		endpoint = DefaultEndpoint
+	}
+	if u, err := url.Parse(endpoint); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return "", fmt.Errorf("%w: endpoint %q is not an http(s) URL like %s", ErrBadOptions, endpoint, DefaultEndpoint)
+	}
+	return strings.TrimRight(endpoint, "/"), nil
+}
+
+// newDownloader returns the downloader of opts.
+func newDownloader(opts Options) downloader {
+	d := downloader{client: opts.HTTPClient, progress: opts.Progress, token: opts.Token}
+	if d.client == nil {
+		d.client = http.DefaultClient
+	}
+	return d
 }
 
 // FileURL is the hub URL of f in m: {endpoint}/{repo}/resolve/{revision}/{path}.

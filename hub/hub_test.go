@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -280,8 +281,13 @@ func TestOptionsFromEnv(t *testing.T) {
 	require.NoError(t, err)
 	defer notTTY.Close()
 	opts := hub.OptionsFromEnv(func(k string) string { return env[k] }, notTTY)
-	require.Equal(t, hub.Options{ModelsDir: "/models", Endpoint: "http://mirror.local"}, opts,
+	require.Equal(t, hub.Options{ModelsDir: "/models", Endpoint: "http://mirror.local", Retries: 3, RetryWait: time.Second}, opts,
 		"a regular file is not a terminal: no progress bar")
+
+	env["HF_TOKEN"], env["HF_HUB_OFFLINE"] = "hf_x", "1"
+	opts = hub.OptionsFromEnv(func(k string) string { return env[k] }, notTTY)
+	require.Equal(t, "hf_x", opts.Token)
+	require.True(t, opts.Offline)
 
 	// Without $SWARM_MODELS, ../shared/models is used when it exists
 	// relative to the working directory.

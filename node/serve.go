@@ -167,11 +167,7 @@ type joiner struct {
 
 // joinFixed announces JOIN with the configured span.
 func (j *joiner) joinFixed() error {
-	var opts []blocks.Option
-	if j.cfg.Server.Tokenizer != "" {
-		opts = append(opts, blocks.WithTokenizer(j.cfg.Server.Tokenizer))
-	}
-	m, err := blocks.Open(j.cfg.Server.Model, opts...)
+	m, err := blocks.Open(j.cfg.Server.Model, j.cfg.Server.ModelOptions()...)
 	if err != nil {
 		return fmt.Errorf("node: %w", err)
 	}

@@ -6,6 +6,7 @@ import (
 	"net"
 	"time"
 
+	"github.com/swarmllm/swarm/blocks"
 	"github.com/swarmllm/swarm/swarm"
 )
 
@@ -32,6 +33,11 @@ type Config struct {
 	// only and never loads it; it is accepted so that one model description
 	// works for serve and generate, and passed to blocks.Open.
 	Tokenizer string
+	// OpenFile, if not nil, replaces os.Open for the model's weights files
+	// (blocks.WithOpenFile). It is not a flag: `swarm serve --model
+	// ORG/REPO` sets it to the hub snapshot's opener, which downloads only
+	// the bytes the span's tensors occupy as they are read.
+	OpenFile func(path string) (blocks.File, error)
 	// Blocks is the span hosted (--blocks START:END, 0-based half-open).
 	Blocks swarm.Span
 	// Listen is the TCP address to listen on (--listen HOST:PORT; port 0
@@ -137,4 +143,17 @@ func (c Config) Validate() error {
 		}
 	}
 	return nil
+}
+
+// ModelOptions are the blocks.Open options of the configuration: the
+// tokenizer and the file opener, when set.
+func (c Config) ModelOptions() []blocks.Option {
+	var opts []blocks.Option
+	if c.Tokenizer != "" {
+		opts = append(opts, blocks.WithTokenizer(c.Tokenizer))
+	}
+	if c.OpenFile != nil {
+		opts = append(opts, blocks.WithOpenFile(c.OpenFile))
+	}
+	return opts
 }

@@ -40,11 +40,7 @@ func MeasureSpan(ctx context.Context, cfg Config, logger *slog.Logger) (Probe, e
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	var opts []blocks.Option
-	if cfg.Tokenizer != "" {
-		opts = append(opts, blocks.WithTokenizer(cfg.Tokenizer))
-	}
-	m, err := blocks.Open(cfg.Model, opts...)
+	m, err := blocks.Open(cfg.Model, cfg.ModelOptions()...)
 	if err != nil {
 		return Probe{}, fmt.Errorf("server: %w", err)
 	}

@@ -68,11 +68,7 @@ func New(ctx context.Context, cfg Config, logger *slog.Logger) (*Server, error) 
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	var opts []blocks.Option
-	if cfg.Tokenizer != "" {
-		opts = append(opts, blocks.WithTokenizer(cfg.Tokenizer))
-	}
-	m, err := blocks.Open(cfg.Model, opts...)
+	m, err := blocks.Open(cfg.Model, cfg.ModelOptions()...)
 	if err != nil {
 		return nil, fmt.Errorf("server: %w", err)
 	}

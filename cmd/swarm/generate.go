@@ -31,6 +31,7 @@ type generateOptions struct {
 	providers []string
 
 	model     string
+	openFile  func(string) (blocks.File, error) // hub models: reads by range (hubmodel.go)
 	tokenizer string
 	prompt    string
 	maxTokens int
@@ -107,7 +108,7 @@ Examples:
 	}
 	f.DurationVar(&o.wait, "wait", o.wait, "with --bootstrap: how long to wait for a bootstrap peer and for SERVING servers covering every block")
 	f.StringSliceVar(&o.providers, "providers", nil, "with --bootstrap: use only servers of these providers (comma-separated; default: any)")
-	f.StringVar(&o.model, "model", "", "model: a .gguf file, a llama2.c .bin checkpoint or a Hugging Face directory (required)")
+	f.StringVar(&o.model, "model", "", "model: a .gguf file, a llama2.c .bin checkpoint, a Hugging Face directory or a hub repository ORG/REPO[@REVISION][:FILE] (required)")
 	f.StringVar(&o.tokenizer, "tokenizer", "", "tokenizer file (tokenizer.bin, tokenizer.model, tokenizer.json, .gguf) instead of the model's own")
 	f.StringVar(&o.prompt, "prompt", "", "text to continue; empty starts from BOS alone")
 	f.IntVar(&o.maxTokens, "max-tokens", 256, "most tokens to generate; 0 fills the model's context")
@@ -140,6 +141,9 @@ func runGenerate(ctx context.Context, out, errOut io.Writer, o generateOptions) 
 		return fmt.Errorf("%w: --model is required", errUsage)
 	case o.maxTokens < 0:
 		return fmt.Errorf("%w: --max-tokens %d, want >= 0", errUsage, o.maxTokens)
+	}
+	if err := o.resolveModel(ctx, errOut); err != nil {
+		return err
 	}
 	if !o.seedSet {
 		o.sampler.Seed = rand.Uint64()
@@ -234,11 +238,7 @@ type blockRunner func(maxLength int) (blocks.Forwarder, func() error, error)
 // openLocal loads the whole model in this process: the head (embeddings,
 // final norm, LM head, tokenizer) and one engine for blocks [0, L).
 func openLocal(o generateOptions) (blocks.Head, blockRunner, func() error, error) {
-	var opts []blocks.Option
-	if o.tokenizer != "" {
-		opts = append(opts, blocks.WithTokenizer(o.tokenizer))
-	}
-	m, err := blocks.Open(o.model, opts...)
+	m, err := blocks.Open(o.model, o.modelOptions()...)
 	if err != nil {
 		return nil, nil, nil, err
 	}

@@ -20,11 +20,7 @@ func openClientHead(o generateOptions) (blocks.Head, swarm.DType, error) {
 	if err != nil {
 		return nil, 0, fmt.Errorf("%w: --wire-dtype: %w", errUsage, err)
 	}
-	var opts []blocks.Option
-	if o.tokenizer != "" {
-		opts = append(opts, blocks.WithTokenizer(o.tokenizer))
-	}
-	m, err := blocks.Open(o.model, opts...)
+	m, err := blocks.Open(o.model, o.modelOptions()...)
 	if err != nil {
 		return nil, 0, err
 	}

@@ -122,8 +122,8 @@ func newModelInfoCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "info --model PATH [--json]",
 		Short: "Print a model's shape, dtype, per-block bytes s_m and cache bytes per token",
-		Long: `info opens a model (GGUF file, llama2.c .bin or Hugging Face directory), reads
-only its metadata, and prints the swarm.ModelInfo that servers and placement
+		Long: `info opens a model (GGUF file, llama2.c .bin, Hugging Face directory or hub
+repository), reads only its metadata, and prints the swarm.ModelInfo that servers and placement
 use: blocks, d_model, heads, KV heads, FFN size, vocab, dtype, block_bytes
 (s_m, bytes of one block's weights) and cache_bytes_per_token (bytes of
 attention cache per block per token of a session).`,
@@ -132,11 +132,11 @@ attention cache per block per token of a session).`,
 			if path == "" {
 				return fmt.Errorf("%w: --model is required", errUsage)
 			}
-			var opts []blocks.Option
-			if tok != "" {
-				opts = append(opts, blocks.WithTokenizer(tok))
+			o := generateOptions{model: path, tokenizer: tok}
+			if err := o.resolveModel(cmd.Context(), cmd.ErrOrStderr()); err != nil {
+				return err
 			}
-			m, err := blocks.Open(path, opts...)
+			m, err := blocks.Open(o.model, o.modelOptions()...)
 			if err != nil {
 				return err
 			}
@@ -158,7 +158,7 @@ attention cache per block per token of a session).`,
 			return nil
 		},
 	}
-	cmd.Flags().StringVar(&path, "model", "", "model: a .gguf file, a llama2.c .bin checkpoint or a Hugging Face directory (required)")
+	cmd.Flags().StringVar(&path, "model", "", "model: a .gguf file, a llama2.c .bin checkpoint, a Hugging Face directory or a hub repository ORG/REPO[@REVISION][:FILE] (only headers are downloaded) (required)")
 	cmd.Flags().StringVar(&tok, "tokenizer", "", "tokenizer file to report instead of the model's own")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the ModelInfo as JSON")
 	return cmd

@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/swarmllm/swarm/api"
+	"github.com/swarmllm/swarm/hub/modelsrc"
 	"github.com/swarmllm/swarm/node"
 	"github.com/swarmllm/swarm/registry"
 	"github.com/swarmllm/swarm/server"
@@ -131,7 +132,7 @@ func newServeCmd() *cobra.Command {
 	}
 	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return fmt.Errorf("%w: %w", errUsage, err) })
 	f := cmd.Flags()
-	f.StringVar(&cfg.Model, "model", "", "model: a .gguf file, a llama2.c .bin checkpoint or a Hugging Face directory (required); only the span's blocks are read")
+	f.StringVar(&cfg.Model, "model", "", "model: a .gguf file, a llama2.c .bin checkpoint, a Hugging Face directory or a hub repository ORG/REPO[@REVISION][:FILE] (HF_ENDPOINT, HF_TOKEN); only the span's blocks are read (and downloaded)")
 	f.StringVar(&cfg.Tokenizer, "tokenizer", "", "tokenizer file; a server computes blocks only and never loads it (accepted so that serve and generate take the same model flags)")
 	f.StringVar(&o.blocks, "blocks", "", "span of blocks to host, START:END, 0-based half-open (0:2 hosts blocks 0 and 1), or auto: chosen by\n"+
 		"incremental CG-BP placement from the registry (required)")
@@ -227,6 +228,11 @@ func runServe(ctx context.Context, out, errOut io.Writer, cfg server.Config, o s
 	if err := cfg.Validate(); err != nil {
 		return fmt.Errorf("%w: %w", errUsage, err)
 	}
+	src, err := modelsrc.Resolve(ctx, cfg.Model, hubOptions(errOut))
+	if err != nil {
+		return err
+	}
+	cfg.Model, cfg.OpenFile = src.Path, src.OpenFile()
 	logger := slog.New(slog.NewTextHandler(errOut, &slog.HandlerOptions{Level: level}))
 	if o.swarm {
 		return runSwarmServe(ctx, out, logger, cfg, o)
