@@ -22,9 +22,10 @@ type RopeScaling struct {
 	OriginalMaxPositions int `json:"original_max_position_embeddings,omitempty"`
 }
 
-// ModelInfo describes a Llama-family decoder-only model: everything placement,
-// admission and the wire protocol need to know about it, whatever file format
-// it was loaded from.
+// ModelInfo describes a decoder-only model of one of the supported
+// architecture families (Llama, Mistral, Qwen2, Qwen3, Gemma 3): everything
+// placement, admission and the wire protocol need to know about it,
+// whatever file format it was loaded from.
 type ModelInfo struct {
 	// Name identifies the model in the swarm (e.g. "stories260K"); servers and
 	// clients must agree on it.
