@@ -149,12 +149,15 @@ attention cache per block per token of a session).`,
 				return writeModelJSON(cmd.OutOrStdout(), info)
 			}
 			w := cmd.OutOrStdout()
-			fmt.Fprintf(w, "name %s (%s, %s)\n", info.Name, m.Format(), info.DType)
+			fmt.Fprintf(w, "name %s (%s %s, %s)\n", info.Name, info.Arch, m.Format(), info.DType)
 			fmt.Fprintf(w, "blocks %d, d_model %d, heads %d, kv heads %d, head dim %d, ffn %d, vocab %d, max seq len %d\n",
 				info.NBlocks, info.DModel, info.NHeads, info.NKVHeads, info.HeadDim, info.FFNDim, info.Vocab, info.MaxSeqLen)
 			fmt.Fprintf(w, "rope theta %g, norm eps %g, tied embeddings %v, bos %d, eos %d\n",
 				info.RopeTheta, info.NormEps, info.TiedEmbeddings, info.BOS, info.EOS)
 			fmt.Fprintf(w, "block bytes (s_m) %d, cache bytes per token per block %d\n", info.BlockBytes, info.CacheBytesPerToken)
+			if info.SlidingWindow > 0 {
+				fmt.Fprintf(w, "sliding window %d tokens, local:global pattern %d (0: every block slides)\n", info.SlidingWindow, info.SlidingPattern)
+			}
 			if p := m.TokenizerPath(); p != "" {
 				fmt.Fprintf(w, "tokenizer %s\n", p)
 			}
