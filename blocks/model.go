@@ -199,6 +199,11 @@ func (m *Model) finish(cfg *config) error {
 	}
 	var blockBytes int64
 	for b, ts := range m.layers {
+		for _, tn := range m.arch.tensors {
+			if ts[tn.slot].file == nil {
+				return fmt.Errorf("%w: %s: block %d lacks tensor %s of architecture %s", ErrFormat, m.path, b, tn.gguf, m.arch.name)
+			}
+		}
 		var n int64
 		for slot, t := range ts {
 			if t.file == nil {
