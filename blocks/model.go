@@ -197,6 +197,9 @@ func (m *Model) finish(cfg *config) error {
 		}
 		return nil
 	}
+	if m.arch.ffn != ffnDense {
+		return fmt.Errorf("%w: %s: architecture %s has a mixture-of-experts feed-forward, which the engine does not compute yet", ErrFormat, m.path, m.arch.name)
+	}
 	var blockBytes int64
 	for b, ts := range m.layers {
 		for _, tn := range m.arch.tensors {
