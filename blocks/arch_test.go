@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -220,6 +221,54 @@ func TestCorruptArchFiles(t *testing.T) {
 			require.NoError(t, os.CopyFS(dir, os.DirFS(c.paths["hf"])))
 			editHF(t, dir, c.edit)
 			openErr(t, dir, "config.json", c.want)
+		})
+	}
+}
+
+// TestGemma3Multimodal reads a synthesized gemma3 model laid out as the
+// multimodal Gemma 3 checkpoints are (model_type "gemma3", the text model's
+// config under text_config, its tensors under a language_model prefix,
+// older and newer transformers layouts) and requires the logits of the
+// text-only directory.
+func TestGemma3Multimodal(t *testing.T) {
+	c := archConfig(synth.ArchGemma3, swarm.DTypeBF16)
+	paths := synthFiles(t, c)
+	want := logitsOf(t, load(t, paths["hf"]), testTokens)
+	for _, prefix := range []string{"language_model.model.", "model.language_model."} {
+		t.Run(prefix, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "mm")
+			require.NoError(t, os.CopyFS(dir, os.DirFS(paths["hf"])))
+			raw, err := os.ReadFile(filepath.Join(dir, "config.json"))
+			require.NoError(t, err)
+			var text map[string]any
+			require.NoError(t, json.Unmarshal(raw, &text))
+			outer := map[string]any{"model_type": "gemma3", "architectures": []string{"Gemma3ForConditionalGeneration"},
+				"text_config": text, "vision_config": map[string]any{"model_type": "siglip_vision_model"}}
+			raw, err = json.Marshal(outer)
+			require.NoError(t, err)
+			require.NoError(t, os.WriteFile(filepath.Join(dir, "config.json"), raw, 0o644))
+
+			st := filepath.Join(dir, "model.safetensors")
+			data, err := os.ReadFile(st)
+			require.NoError(t, err)
+			n := binary.LittleEndian.Uint64(data)
+			var hdr map[string]json.RawMessage
+			require.NoError(t, json.Unmarshal(data[8:8+n], &hdr))
+			renamed := map[string]json.RawMessage{}
+			for k, v := range hdr {
+				if rest, ok := strings.CutPrefix(k, "model."); ok {
+					k = prefix + rest
+				}
+				renamed[k] = v
+			}
+			h, err := json.Marshal(renamed)
+			require.NoError(t, err)
+			out := append(binary.LittleEndian.AppendUint64(nil, uint64(len(h))), h...)
+			require.NoError(t, os.WriteFile(st, append(out, data[8+n:]...), 0o644))
+
+			l := load(t, dir)
+			require.Equal(t, "gemma3", l.model.Info().Arch)
+			require.Equal(t, want, logitsOf(t, l, testTokens))
 		})
 	}
 }
