@@ -272,3 +272,30 @@ func TestGemma3Multimodal(t *testing.T) {
 		})
 	}
 }
+
+// TestMistralSlidingWindow sets Mistral 7B v0.1's kind of sliding_window
+// (every block) in a synthesized mistral config.json: the logits of the
+// first window positions stay those of the llama GGUF conversion (which
+// has no window, as llama.cpp's converter writes Mistral), the later ones
+// change.
+func TestMistralSlidingWindow(t *testing.T) {
+	paths := synthFiles(t, archConfig(synth.ArchMistral, swarm.DTypeF32))
+	want := logitsOf(t, load(t, paths["gguf"]), testTokens)
+	p := filepath.Join(paths["hf"], "config.json")
+	raw, err := os.ReadFile(p)
+	require.NoError(t, err)
+	raw = bytes.Replace(raw, []byte(`"sliding_window": null`), []byte(`"sliding_window": 3`), 1)
+	require.NoError(t, os.WriteFile(p, raw, 0o644))
+	l := load(t, paths["hf"])
+	info := l.model.Info()
+	require.Equal(t, 3, info.SlidingWindow)
+	require.Equal(t, 0, info.SlidingPattern, "every block slides")
+	got := logitsOf(t, l, testTokens)
+	for i := range testTokens {
+		if i < 3 {
+			require.Equal(t, want[i], got[i], "position %d", i)
+		} else {
+			require.NotEqual(t, want[i], got[i], "position %d", i)
+		}
+	}
+}
