@@ -261,7 +261,7 @@ func sameModel(client, server swarm.ModelInfo) error {
 	}
 	for _, f := range []field{
 		{"name", client.Name, server.Name, client.Name != server.Name},
-		{"arch", client.Arch, server.Arch, client.Arch != server.Arch},
+		{"arch", client.Arch, server.Arch, computeArch(client.Arch) != computeArch(server.Arch)},
 		{"n_blocks", client.NBlocks, server.NBlocks, client.NBlocks != server.NBlocks},
 		{"d_model", client.DModel, server.DModel, client.DModel != server.DModel},
 		{"n_heads", client.NHeads, server.NHeads, client.NHeads != server.NHeads},
@@ -271,12 +271,25 @@ func sameModel(client, server swarm.ModelInfo) error {
 		{"rope_theta", client.RopeTheta, server.RopeTheta, client.RopeTheta != server.RopeTheta},
 		{"rope_scaling", ropeC, ropeS, ropeC != ropeS},
 		{"norm_eps", client.NormEps, server.NormEps, client.NormEps != server.NormEps},
+		{"sliding_window", client.SlidingWindow, server.SlidingWindow, client.SlidingWindow != server.SlidingWindow},
+		{"sliding_pattern", client.SlidingPattern, server.SlidingPattern, client.SlidingPattern != server.SlidingPattern},
 	} {
 		if f.differ {
 			return fmt.Errorf("%w: server's %s is %v, the client's model has %v", ErrModelMismatch, f.name, f.s, f.c)
 		}
 	}
 	return nil
+}
+
+// computeArch maps an architecture name to the computation it names:
+// llama.cpp's converter writes Mistral models as GGUF "llama" (the same
+// blocks; the sliding window, compared on its own, is the difference), so
+// a Mistral HF directory and its GGUF serve one swarm.
+func computeArch(arch string) string {
+	if arch == "mistral" {
+		return "llama"
+	}
+	return arch
 }
 
 // errCanceled reports whether err comes from a cancelled or expired

@@ -13,7 +13,7 @@ import (
 
 // testModel is shaped like stories260K: 5 blocks, s_m = 181760 bytes, 256
 // cache bytes per block per token.
-var testModel = swarm.ModelInfo{Name: "m", NBlocks: 5, DModel: 64, BlockBytes: 181760, CacheBytesPerToken: 256, MaxSeqLen: 512}
+var testModel = swarm.ModelInfo{Name: "m", Arch: "llama", NBlocks: 5, DModel: 64, BlockBytes: 181760, CacheBytesPerToken: 256, MaxSeqLen: 512}
 
 // cand builds a usable candidate hosting span with decode time tau per
 // block and RTT rtt, with room for many sessions.
@@ -148,12 +148,20 @@ func TestSameModel(t *testing.T) {
 	other := testModel
 	other.MaxSeqLen, other.TiedEmbeddings, other.DType = 2048, true, swarm.DTypeF16
 	require.NoError(t, sameModel(testModel, other), "context, head storage and dtype may differ")
+	mistral := testModel
+	mistral.Arch = "mistral"
+	require.NoError(t, sameModel(testModel, mistral), "llama.cpp writes Mistral GGUFs as llama: the same computation")
 	for name, change := range map[string]func(*swarm.ModelInfo){
 		"name":       func(m *swarm.ModelInfo) { m.Name = "n" },
 		"d_model":    func(m *swarm.ModelInfo) { m.DModel = 32 },
 		"n_blocks":   func(m *swarm.ModelInfo) { m.NBlocks = 6 },
 		"rope_theta": func(m *swarm.ModelInfo) { m.RopeTheta = 5e5 },
 		"norm_eps":   func(m *swarm.ModelInfo) { m.NormEps = 1e-6 },
+		"arch":       func(m *swarm.ModelInfo) { m.Arch = "qwen3" },
+		"sliding_window": func(m *swarm.ModelInfo) {
+			m.SlidingWindow = 4096
+		},
+		"sliding_pattern": func(m *swarm.ModelInfo) { m.SlidingPattern = 6 },
 	} {
 		m := testModel
 		change(&m)
