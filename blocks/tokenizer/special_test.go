@@ -1,12 +1,17 @@
 package tokenizer
 
 import (
+	"bytes"
 	"encoding/json"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/swarmllm/swarm/internal/testenv"
 )
 
 // addedTokenIDs reads the ids of the named added tokens from a
@@ -184,4 +189,75 @@ func TestEndOfGenerationSentencePiece(t *testing.T) {
 func lenmlTokenizer(t *testing.T, model string) string {
 	t.Helper()
 	return startOracle(t)[model]
+}
+
+// TestEndOfGenerationLlamaCpp compares the end-of-generation ids of GGUF
+// files converted from the Llama 3 and Qwen3 tokenizer.json with those of
+// llama.cpp itself (clients/js/eog_oracle.mjs: node-llama-cpp 3.22.1
+// loads the files' vocabulary and asks llama_vocab_is_eog of every id).
+// They are equal, except that llama.cpp also ends at ordinary tokens whose
+// text is on its list (Qwen3's "</s>", a normal token): ours is the subset
+// of control tokens.
+func TestEndOfGenerationLlamaCpp(t *testing.T) {
+	t.Parallel()
+	paths := startOracle(t)
+	dir := filepath.Join(testenv.RepoRoot(t), "clients", "js")
+	if _, err := os.Stat(filepath.Join(dir, "node_modules", "node-llama-cpp", "package.json")); err != nil {
+		t.Skipf("node-llama-cpp is not installed (npm install in clients/js): %v", err)
+	}
+	// The hyper-parameters llama.cpp reads before the vocabulary.
+	hparams := []ggufKV{
+		{"llama.context_length", 4, uint32(256)}, {"llama.embedding_length", 4, uint32(64)},
+		{"llama.block_count", 4, uint32(1)}, {"llama.feed_forward_length", 4, uint32(128)},
+		{"llama.attention.head_count", 4, uint32(4)}, {"llama.attention.head_count_kv", 4, uint32(4)},
+		{"llama.attention.layer_norm_rms_epsilon", 6, float32(1e-5)}, {"llama.rope.dimension_count", 4, uint32(16)},
+	}
+	type file struct {
+		Path   string `json:"path"`
+		NVocab int    `json:"n_vocab"`
+	}
+	cases := []struct {
+		model, pre string
+		bos, eos   int
+	}{{"llama3", "llama-bpe", 128000, 128001}, {"qwen3", "qwen2", -1, 151645}}
+	var files []file
+	var toks []*RankedBPE
+	for _, tc := range cases {
+		path := filepath.Join(t.TempDir(), tc.model+".gguf")
+		require.NoError(t, os.WriteFile(path, ggufFromTokenizerJSON(t, paths[tc.model], tc.pre, tc.bos, tc.eos, nil, hparams...), 0o600))
+		tok, err := FromGGUF(path)
+		require.NoError(t, err)
+		toks = append(toks, tok.(*RankedBPE))
+		files = append(files, file{Path: path, NVocab: tok.VocabSize()})
+	}
+	in, err := json.Marshal(files)
+	require.NoError(t, err)
+	cmd := exec.Command("node", "eog_oracle.mjs")
+	cmd.Dir = dir
+	cmd.Stdin = bytes.NewReader(in)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	require.NoError(t, err, "node eog_oracle.mjs: %s", stderr.String())
+	var got []struct {
+		EOG           []int
+		BOS, EOS, EOT *int
+	}
+	require.NoError(t, json.Unmarshal(out, &got))
+	require.Len(t, got, len(cases))
+	for i, tc := range cases {
+		r, want := toks[i], got[i]
+		require.Equal(t, orNone(want.BOS), r.BOS(), tc.model)
+		require.Equal(t, orNone(want.EOS), r.EOS(), tc.model)
+		require.Equal(t, orNone(want.EOT), r.EOT(), tc.model)
+		ours := EndOfGeneration(r)
+		require.Subset(t, want.EOG, ours, tc.model)
+		for _, id := range want.EOG {
+			if !slices.Contains(ours, id) {
+				a, added := r.added.byContent[r.Piece(id)]
+				require.False(t, added && a.control, "%s: llama.cpp ends at control token %d %q, we do not", tc.model, id, r.Piece(id))
+			}
+		}
+		t.Logf("%s: llama.cpp %v, ours %v", tc.model, want.EOG, ours)
+	}
 }
