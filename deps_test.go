@@ -79,6 +79,7 @@ var depRules = map[string]depRule{
 	"server/servertest":     {never: []string{"client", "registry", "node", "ingress", "sim", "placement", "routing", "cmd"}, testOnly: true},
 	"server/serverbench":    {never: []string{"client", "registry", "placement", "sim", "cmd"}},
 	"client":                {never: []string{"server", "registry", "sim", "cmd"}},
+	"client/chat":           {only: []string{"client"}, required: []string{"client"}},
 	"node":                  {never: []string{"cmd", "sim"}},
 	"ingress":               {never: []string{"server", "registry", "node", "sim", "cmd", "ingress/openai", "ingress/petals", "ingress/ingresstest"}},
 	"ingress/openai":        {never: []string{"server", "registry", "node", "sim", "cmd"}},

@@ -32,10 +32,12 @@ type Token struct {
 var errStop = errors.New("client: iteration stopped")
 
 // Generate streams up to maxTokens tokens generated after prompt (token
-// ids, BOS first, as tokenizer Encode(text, true) returns them) through the
-// session's chain, with llama2.c's run.c semantics (blocks.Generate): the
-// prompt is prefilled in one step, then each sampled token is fed back at
-// the next position; BOS or EOS ends the generation. The session must hold
+// ids as tokenizer Encode(text, true) returns them: BOS first for models
+// that have one) through the session's chain, with llama2.c's run.c
+// semantics (blocks.Generate): the prompt is prefilled in one step, then
+// each sampled token is fed back at the next position; an id of
+// blocks.EndOfGeneration (EOS, an end-of-turn token such as <|eot_id|>)
+// ends the generation. The session must hold
 // len(prompt)+maxTokens-1 positions.
 //
 // The sequence yields each token as soon as it is sampled; on failure it

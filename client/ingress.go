@@ -298,3 +298,43 @@ func (c *Ingress) stream(ctx context.Context, path string, body map[string]any, 
 		yield(Chunk{}, fmt.Errorf("%w: the stream of %s ended without [DONE]", ErrProtocol, path))
 	}
 }
+
+// Models lists the ids of the models the ingress serves (GET /v1/models),
+// in its order. Errors are an *IngressError when the ingress answered one.
+func (c *Ingress) Models(ctx context.Context) ([]string, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.base+"/v1/models", nil)
+	if err != nil {
+		return nil, err
+	}
+	if c.apiKey != "" {
+		req.Header.Set("Authorization", "Bearer "+c.apiKey)
+	}
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("client: GET %s/v1/models: %w", c.base, err)
+	}
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	if err != nil {
+		return nil, fmt.Errorf("client: GET %s/v1/models: %w", c.base, err)
+	}
+	var list struct {
+		Data []struct {
+			ID string `json:"id"`
+		} `json:"data"`
+	}
+	var ev streamEvent
+	switch {
+	case resp.StatusCode != http.StatusOK && json.Unmarshal(raw, &ev) == nil && ev.Error != nil:
+		return nil, ev.apiError(resp.StatusCode)
+	case resp.StatusCode != http.StatusOK:
+		return nil, &IngressError{Status: resp.StatusCode, Message: strings.TrimSpace(string(raw))}
+	case json.Unmarshal(raw, &list) != nil:
+		return nil, fmt.Errorf("%w: GET /v1/models: not a model list: %q", ErrProtocol, raw)
+	}
+	ids := make([]string, len(list.Data))
+	for i, m := range list.Data {
+		ids[i] = m.ID
+	}
+	return ids, nil
+}

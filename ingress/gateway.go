@@ -384,9 +384,12 @@ func (g *Gateway) Open(ctx context.Context, req SessionRequest) (*Session, error
 type Request struct {
 	// Model is the model's name.
 	Model string
-	// Prompt is the text to continue (after the chat template); it is
-	// encoded with BOS first.
+	// Prompt is the text to continue: plain text, encoded with BOS first,
+	// or a chat template's rendering (Rendered).
 	Prompt string
+	// Rendered says that Prompt is a chat template's rendering with its
+	// special tokens as text (GenerateParams.Rendered).
+	Rendered bool
 	// MaxTokens is the most tokens to generate (>= 1); it is capped to the
 	// model's context.
 	MaxTokens int
@@ -419,7 +422,7 @@ func (g *Gateway) Generate(ctx context.Context, req Request, emit func(string) e
 	if err := m.checkPromptBytes(req.Prompt); err != nil {
 		return Result{}, err
 	}
-	ids, err := m.Head.Tokenizer().Encode(req.Prompt, true)
+	ids, err := EncodePrompt(m.Head.Tokenizer(), m.BOSText, req.Prompt, req.Rendered, true)
 	if err != nil {
 		return Result{}, fmt.Errorf("%w: encoding the prompt: %w", ErrBadRequest, err)
 	}
@@ -441,7 +444,7 @@ func (g *Gateway) Generate(ctx context.Context, req Request, emit func(string) e
 	}
 	defer s.Close()
 	s.arrival = arrival
-	return s.Generate(ctx, GenerateParams{Input: req.Prompt, MaxTokens: maxTokens, Sampler: req.Sampler, Seeded: req.Seeded, Stop: req.Stop}, emit)
+	return s.Generate(ctx, GenerateParams{Input: req.Prompt, MaxTokens: maxTokens, Sampler: req.Sampler, Seeded: req.Seeded, Stop: req.Stop, Rendered: req.Rendered}, emit)
 }
 
 // count records a finished generation call in the metrics and usage.

@@ -26,8 +26,10 @@ type Session struct {
 	// arrival is when the request arrived, for the first call's TTFT.
 	arrival time.Time
 	// text is the session's whole text so far (inputs and outputs), for
-	// resuming on another route.
-	text string
+	// resuming on another route; rendered says whether its first input
+	// was a chat template's rendering (GenerateParams.Rendered).
+	text     string
+	rendered bool
 }
 
 // GenerateParams are one Generate call's input and settings.
@@ -43,6 +45,14 @@ type GenerateParams struct {
 	Seeded  bool
 	// Stop are stop sequences; the text ends before the first one.
 	Stop []string
+	// Rendered says that Input is a chat template's rendering, its special
+	// tokens (bos_token, "<|im_start|>", ...) written as text: it is encoded
+	// as transformers' apply_chat_template(tokenize=True) does, without
+	// adding special tokens, so a template that writes BOS gets one BOS;
+	// a replica gets it without the leading BOS text (the engine adds its
+	// own). False: Input is plain text, encoded with the tokenizer's
+	// special tokens (BOS) on the session's first call.
+	Rendered bool
 }
 
 // Result is what a Generate call did.
@@ -103,7 +113,7 @@ func (s *Session) open(ctx context.Context, fresh bool) error {
 		return err
 	}
 	if rep := plan.Replica(); rep != nil {
-		s.inner, s.plan = &replicaSession{c: *rep, http: s.g.http}, plan
+		s.inner, s.plan = &replicaSession{c: *rep, http: s.g.http, bosText: s.m.BOSText}, plan
 		s.g.log.Debug("routed", "model", s.m.Name, "route", plan.String(), "cost", plan.Cost)
 		return nil
 	}
@@ -124,7 +134,7 @@ func (s *Session) open(ctx context.Context, fresh bool) error {
 		}
 		return fmt.Errorf("%w: opening the chain: %w", ErrUpstream, err)
 	}
-	s.inner, s.plan = &chainSession{head: s.m.Head, sess: cs, maxLength: s.req.MaxLength}, plan
+	s.inner, s.plan = &chainSession{head: s.m.Head, sess: cs, maxLength: s.req.MaxLength, stop: blocks.EndOfGeneration(s.m.Head), bosText: s.m.BOSText}, plan
 	s.g.log.Debug("routed", "model", s.m.Name, "route", s.Route(), "cost", plan.Cost)
 	return nil
 }
@@ -226,7 +236,10 @@ func (s *Session) generate(ctx context.Context, p GenerateParams, start time.Tim
 		}
 		return nil
 	}
-	in := input{text: p.Input}
+	if s.text == "" {
+		s.rendered = p.Rendered
+	}
+	in := input{text: p.Input, rendered: p.Rendered}
 	s.text += p.Input
 	remaining := p.MaxTokens
 	for attempt := 0; ; attempt++ {
@@ -280,7 +293,7 @@ func (s *Session) generate(ctx context.Context, p GenerateParams, start time.Tim
 		if oerr := s.open(ctx, true); oerr != nil {
 			return res, fmt.Errorf("%w (after: %w)", oerr, err)
 		}
-		in = input{text: s.text}
+		in = input{text: s.text, rendered: s.rendered}
 		if _, ok := s.inner.(*chainSession); ok && ids != nil {
 			in = input{ids: ids}
 		}

@@ -25,6 +25,8 @@ type replicaSession struct {
 	http *http.Client
 	// text is the session's text so far: inputs and outputs.
 	text string
+	// bosText is the model's BOS text, which replicaPrompt drops.
+	bosText string
 }
 
 func (s *replicaSession) close() error { return nil }
@@ -72,7 +74,7 @@ type completionChunk struct {
 
 func (s *replicaSession) run(ctx context.Context, in input, maxTokens int, sp sampling, emit func(string) error) (outcome, error) {
 	var out outcome
-	prompt := s.text + in.text
+	prompt := s.text + replicaPrompt(s.bosText, in.text, in.rendered)
 	if maxTokens == 0 {
 		s.text = prompt
 		return out, nil

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/swarmllm/swarm/blocks"
 	"github.com/swarmllm/swarm/client"
@@ -17,11 +18,14 @@ var errStop = errors.New("ingress: generation stopped")
 // exact token ids.
 type input struct {
 	// text is appended to the session's context; a chain session encodes it
-	// with BOS first on its first call, without BOS afterwards.
+	// with EncodePrompt (BOS first on its first call unless rendered).
 	text string
 	// ids, when non-nil, are fed instead of encoding text (a chain session
 	// resuming another chain's generation with the exact tokens).
 	ids []int
+	// rendered marks text rendered by a chat template, special tokens
+	// written as text: encoded without added special tokens (EncodePrompt).
+	rendered bool
 }
 
 // outcome is what one generation call produced.
@@ -32,7 +36,8 @@ type outcome struct {
 	tokens int
 	// ids are the generated token ids (chain sessions; nil for replicas).
 	ids []int
-	// ended is true when the model itself ended the text (EOS/BOS, or the
+	// ended is true when the model itself ended the text (an
+	// end-of-generation id such as EOS or <|eot_id|>, or the
 	// engine's finish_reason "stop").
 	ended bool
 }
@@ -73,6 +78,11 @@ type chainSession struct {
 	// history is every id fed or pending, for the repetition penalty.
 	history []int
 	started bool
+	// stop are the ids that end the text (blocks.EndOfGeneration: EOS and
+	// the model's end-of-turn tokens), ascending.
+	stop []int
+	// bosText is the model's BOS text, for EncodePrompt.
+	bosText string
 }
 
 func (s *chainSession) close() error { return s.sess.Close() }
@@ -83,7 +93,7 @@ func (s *chainSession) run(ctx context.Context, in input, maxTokens int, sp samp
 	ids := in.ids
 	if ids == nil {
 		var err error
-		if ids, err = tok.Encode(in.text, !s.started); err != nil {
+		if ids, err = EncodePrompt(tok, s.bosText, in.text, in.rendered, !s.started); err != nil {
 			return outcome{}, fmt.Errorf("%w: encoding the prompt: %w", ErrBadRequest, err)
 		}
 	}
@@ -120,7 +130,7 @@ func (s *chainSession) run(ctx context.Context, in input, maxTokens int, sp samp
 		s.history = append(s.history, next)
 		feed = []int{next}
 		s.pending = feed
-		if next == info.BOS || next == info.EOS {
+		if _, found := slices.BinarySearch(s.stop, next); found {
 			out.ended = true
 			return out, nil
 		}

@@ -2,6 +2,7 @@ package tokenizer
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -45,6 +46,8 @@ type BPE struct {
 	// normalizer_spec.remove_extra_whitespaces: leading and trailing spaces
 	// are dropped and runs of spaces become one (off for Llama 2).
 	removeExtraSpaces bool
+	// eog are the ids that end a generation, ascending (EndOfGeneration).
+	eog []int
 }
 
 var _ Tokenizer = (*BPE)(nil)
@@ -55,6 +58,7 @@ type Option func(*config) error
 type config struct {
 	vocabSize   int   // 0: read to EOF (LoadLlama2C)
 	dummyPrefix *bool // nil: the source's own setting
+	eog         []int // further end-of-generation ids (GGUF eot/eom_token_id)
 }
 
 func newConfig(opts []Option) (config, error) {
@@ -168,7 +172,28 @@ func NewBPE(pieces []string, scores []float32, types []int32, bos, eos, unk int,
 			return nil, fmt.Errorf("%w: piece %d %q has type %d, want 1..6", ErrFormat, id, p, typ)
 		}
 	}
+	t.eog = append([]int{bos, eos}, c.eog...)
+	for _, id := range c.eog {
+		if id < 0 || id >= n {
+			return nil, fmt.Errorf("%w: end-of-generation id %d outside the vocabulary [0, %d)", ErrFormat, id, n)
+		}
+	}
+	for id, p := range t.pieces {
+		if t.types[id] == TypeControl && slices.Contains(endOfGenerationTokens, p) {
+			t.eog = append(t.eog, id)
+		}
+	}
+	t.eog = idSet(t.eog...)
 	return t, nil
+}
+
+// withEndOfGeneration adds ids that end a generation (a GGUF's
+// eot_token_id and eom_token_id).
+func withEndOfGeneration(ids ...int) Option {
+	return func(c *config) error {
+		c.eog = append(c.eog, ids...)
+		return nil
+	}
 }
 
 // inferType guesses a piece's SentencePiece type for vocabularies that carry

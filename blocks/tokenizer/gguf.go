@@ -134,7 +134,17 @@ func sentencePieceFromGGUF(f *gguf.GGUFFile, path string, c config) (*BPE, error
 		}
 		c.dummyPrefix = &on
 	}
-	return NewBPE(pieces, scores, types, ids[0], ids[1], ids[2], WithDummyPrefix(*c.dummyPrefix))
+	var eog []int
+	for _, key := range []string{ggufEOT, ggufEOM} {
+		id, err := ggufInt(kvs, key, -1)
+		if err != nil {
+			return nil, err
+		}
+		if id >= 0 {
+			eog = append(eog, id)
+		}
+	}
+	return NewBPE(pieces, scores, types, ids[0], ids[1], ids[2], WithDummyPrefix(*c.dummyPrefix), withEndOfGeneration(eog...))
 }
 
 func ggufString(kvs gguf.GGUFMetadataKVs, key string) (string, error) {

@@ -17,6 +17,10 @@ const (
 	ggufAddBOS = "tokenizer.ggml.add_bos_token"
 	ggufAddEOS = "tokenizer.ggml.add_eos_token"
 	ggufEOT    = "tokenizer.ggml.eot_token_id"
+	ggufEOM    = "tokenizer.ggml.eom_token_id"
+	ggufFIMPad = "tokenizer.ggml.fim_pad_token_id"
+	ggufFIMRep = "tokenizer.ggml.fim_rep_token_id"
+	ggufFIMSep = "tokenizer.ggml.fim_sep_token_id"
 )
 
 // ggufPreTokenizer is how llama.cpp pre-tokenizes for one value of
@@ -45,8 +49,9 @@ var ggufPreTokenizers = map[string]ggufPreTokenizer{
 // (byte-level spellings) and merges ("a b", by rank) are required; token_type
 // (default: all normal) makes control and user-defined tokens added tokens,
 // matched in the text first and decoded verbatim; tokenizer.ggml.pre picks
-// the pre-tokenizer (ggufPreTokenizers); bos/eos/eot_token_id (default
-// none) name the special tokens, add_bos_token (default per pre, true for
+// the pre-tokenizer (ggufPreTokenizers); bos/eos/eot/eom_token_id and
+// fim_pad/fim_rep/fim_sep_token_id (default none) name the special tokens
+// (RankedBPE.EndOfGeneration), add_bos_token (default per pre, true for
 // Llama 3) and add_eos_token (default false) whether Encode with addBOS
 // puts them around the text.
 func rankedFromGGUF(f *gguf.GGUFFile, path string) (*RankedBPE, error) {
@@ -114,7 +119,7 @@ func rankedFromGGUF(f *gguf.GGUFFile, path string) (*RankedBPE, error) {
 	}
 	for id, typ := range types {
 		if typ == TypeControl || typ == TypeUserDefined {
-			s.added = append(s.added, addedToken{id: id, content: tokens[id]})
+			s.added = append(s.added, addedToken{id: id, content: tokens[id], control: typ == TypeControl})
 		}
 	}
 	for _, id := range []struct {
@@ -127,6 +132,22 @@ func rankedFromGGUF(f *gguf.GGUFFile, path string) (*RankedBPE, error) {
 		if *id.to >= len(tokens) {
 			return nil, fmt.Errorf("%w: metadata %s is %d, outside the %d tokens", ErrFormat, id.key, *id.to, len(tokens))
 		}
+	}
+	s.fim = []int{-1, -1, -1}
+	eom := -1
+	for _, id := range []struct {
+		key string
+		to  *int
+	}{{ggufEOM, &eom}, {ggufFIMPad, &s.fim[0]}, {ggufFIMRep, &s.fim[1]}, {ggufFIMSep, &s.fim[2]}} {
+		if *id.to, err = ggufInt(kvs, id.key, -1); err != nil {
+			return nil, err
+		}
+		if *id.to >= len(tokens) {
+			return nil, fmt.Errorf("%w: metadata %s is %d, outside the %d tokens", ErrFormat, id.key, *id.to, len(tokens))
+		}
+	}
+	if eom >= 0 {
+		s.eog = []int{eom}
 	}
 	addBOS, err := ggufBool(kvs, ggufAddBOS, p.addBOS)
 	if err != nil {

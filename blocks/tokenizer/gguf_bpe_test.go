@@ -11,8 +11,8 @@ import (
 
 // TestOracleGGUF converts the oracle's Llama 3 and Qwen3 tokenizer.json to
 // GGUF metadata as llama.cpp's convert_hf_to_gguf.py does (tokens by id,
-// added special tokens as control and others as user-defined, merges as
-// "a b", tokenizer.ggml.pre "llama-bpe" and "qwen2") and requires the
+// added special tokens and those that look special as control, others
+// as user-defined, merges as "a b", tokenizer.ggml.pre "llama-bpe" and "qwen2") and requires the
 // oracle's ids from FromGGUF: Encode(text, false) gives transformers'
 // encode without special tokens; Encode(text, true) puts BOS first for
 // llama-bpe (llama.cpp's add_bos default) and nothing for Qwen.
@@ -59,8 +59,8 @@ func TestOracleGGUF(t *testing.T) {
 }
 
 // ggufFromTokenizerJSON lays out the GGUF metadata of a byte-level
-// tokenizer.json.
-func ggufFromTokenizerJSON(t *testing.T, path, pre string, bos, eos int, addBOS *bool) []byte {
+// tokenizer.json, with extra keys at the end.
+func ggufFromTokenizerJSON(t *testing.T, path, pre string, bos, eos int, addBOS *bool, extra ...ggufKV) []byte {
 	t.Helper()
 	data, err := os.ReadFile(path)
 	require.NoError(t, err)
@@ -81,7 +81,7 @@ func ggufFromTokenizerJSON(t *testing.T, path, pre string, bos, eos int, addBOS 
 	}
 	for _, a := range f.AddedTokens {
 		tokens[a.ID], types[a.ID] = a.Content, TypeUserDefined
-		if a.Special {
+		if a.Special || looksSpecial(a.Content) { // convert_hf_to_gguf.py's does_token_look_special
 			types[a.ID] = TypeControl
 		}
 	}
@@ -109,7 +109,7 @@ func ggufFromTokenizerJSON(t *testing.T, path, pre string, bos, eos int, addBOS 
 	if addBOS != nil {
 		kvs = append(kvs, ggufKV{"tokenizer.ggml.add_bos_token", 7, *addBOS})
 	}
-	return ggufBytes(3, kvs)
+	return ggufBytes(3, append(kvs, extra...))
 }
 
 // TestFromGGUFByteLevelSynthetic covers the gpt2 metadata on a hand-built

@@ -108,6 +108,8 @@ func ggufBytes(version uint32, kvs []ggufKV) []byte {
 			for _, s := range v {
 				b = str(b, s)
 			}
+		case float32:
+			b = le.AppendUint32(b, math.Float32bits(v))
 		case []float32:
 			b = n(le.AppendUint32(b, 6), len(v))
 			for _, f := range v {

@@ -18,7 +18,7 @@ type hfBPEFile struct {
 	AddedTokens []struct {
 		ID      int    `json:"id"`
 		Content string `json:"content"`
-		Special bool   `json:"special"` // only GGUF conversion tells these apart: all added tokens decode to their content
+		Special bool   `json:"special"` // all added tokens decode to their content; special ones are control tokens
 		LStrip  bool   `json:"lstrip"`
 		RStrip  bool   `json:"rstrip"`
 	} `json:"added_tokens"`
@@ -127,14 +127,18 @@ func loadRankedBPE(path string, data []byte) (*RankedBPE, error) {
 	} else if !os.IsNotExist(err) {
 		return nil, fmt.Errorf("tokenizer: read tokenizer_config.json: %w", err)
 	}
-	t, err := f.ranked(cfg)
+	eog, err := configEOSIDs(filepath.Dir(path))
+	if err != nil {
+		return nil, err
+	}
+	t, err := f.ranked(cfg, eog)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	return t, nil
 }
 
-func (f *hfBPEFile) ranked(cfg hfTokenizerConfig) (*RankedBPE, error) {
+func (f *hfBPEFile) ranked(cfg hfTokenizerConfig, eog []int) (*RankedBPE, error) {
 	m := &f.Model
 	switch {
 	case m.Type != "BPE" && m.Type != "":
@@ -146,7 +150,7 @@ func (f *hfBPEFile) ranked(cfg hfTokenizerConfig) (*RankedBPE, error) {
 	case m.Prefix != nil && *m.Prefix != "", m.Suffix != nil && *m.Suffix != "":
 		return nil, fmt.Errorf("%w: continuing_subword_prefix or end_of_word_suffix", ErrUnsupported)
 	}
-	s := rankedSpec{byteFallback: m.ByteFallback, ignoreMerges: m.IgnoreMerges, fuseUnk: m.FuseUnk}
+	s := rankedSpec{byteFallback: m.ByteFallback, ignoreMerges: m.IgnoreMerges, fuseUnk: m.FuseUnk, eog: eog}
 	if m.UnkToken != nil {
 		s.unk = *m.UnkToken
 	}
@@ -171,7 +175,7 @@ func (f *hfBPEFile) ranked(cfg hfTokenizerConfig) (*RankedBPE, error) {
 		return nil, err
 	}
 	for _, a := range f.AddedTokens {
-		s.added = append(s.added, addedToken{id: a.ID, content: a.Content, lstrip: a.LStrip, rstrip: a.RStrip})
+		s.added = append(s.added, addedToken{id: a.ID, content: a.Content, lstrip: a.LStrip, rstrip: a.RStrip, control: a.Special || looksSpecial(a.Content)})
 	}
 	if s.normalize, err = f.Normalizer.normalizer(); err != nil {
 		return nil, err

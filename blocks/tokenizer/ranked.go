@@ -2,6 +2,7 @@ package tokenizer
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"unicode"
@@ -57,6 +58,7 @@ type RankedBPE struct {
 	stripAfter   int                 // leading spaces Decode drops after BOS (a Strip decoder)
 	bos, eos     int                 // -1 when there is none
 	eot          int                 // end-of-turn id, -1 when unknown
+	eog          []int               // ids that end a generation, ascending (EndOfGeneration)
 }
 
 var _ Tokenizer = (*RankedBPE)(nil)
@@ -85,6 +87,12 @@ type rankedSpec struct {
 	prefix, suffix []int // ids of the special tokens around a text
 	bos, eos       int   // -1 for none
 	eot            int   // -1: the first of endOfTurnTokens in the vocabulary
+	// eog are further ids that end a generation: GGUF's eom_token_id, the
+	// eos_token_id of generation_config.json and config.json.
+	eog []int
+	// fim are GGUF's fim_pad, fim_rep and fim_sep token ids (-1, or nil:
+	// found by text, see fimEndTokens).
+	fim []int
 }
 
 // addedToken is one entry of tokenizer.json's added_tokens (or a GGUF
@@ -94,6 +102,11 @@ type addedToken struct {
 	content string
 	lstrip  bool // whitespace before the token is dropped
 	rstrip  bool // whitespace after it is dropped
+	// control marks a control token (GGUF token_type 3; a tokenizer.json
+	// added token that is special or looks special, as llama.cpp's
+	// convert_hf_to_gguf.py classifies them): only those end a
+	// generation by their text (RankedBPE.EndOfGeneration).
+	control bool
 }
 
 // newRankedBPE checks and indexes a spec. Errors are ErrFormat: a merge of
@@ -164,7 +177,7 @@ func newRankedBPE(s rankedSpec) (*RankedBPE, error) {
 			return nil, fmt.Errorf("%w: unk_token %q is not in the vocabulary", ErrFormat, s.unk)
 		}
 	}
-	for _, id := range append(append([]int{s.bos, s.eos, s.eot}, s.prefix...), s.suffix...) {
+	for _, id := range slices.Concat([]int{s.bos, s.eos, s.eot}, s.prefix, s.suffix, s.eog, s.fim) {
 		if id < -1 || id >= n {
 			return nil, fmt.Errorf("%w: special token id %d outside the vocabulary [0, %d)", ErrFormat, id, n)
 		}
@@ -176,6 +189,7 @@ func newRankedBPE(s rankedSpec) (*RankedBPE, error) {
 			t.eot = id
 		}
 	}
+	t.eog = t.endOfGeneration(s.fim, s.eog)
 	return t, nil
 }
 

@@ -18,8 +18,19 @@
 // strings of plain, decoded decode(ids) keeping special tokens and without
 // clean-up of tokenization spaces. The Go test is
 // blocks/tokenizer/oracle_test.go.
+//
+// With "chats": [{"messages": [...], "add_generation_prompt": B}, ...] in
+// the input, each model also renders every chat with its own chat_template
+// (@huggingface/jinja, with bos_token and eos_token from
+// tokenizer_config.json) and encodes the text without special tokens, as
+// transformers' apply_chat_template(tokenize=True) does:
+//
+//   "chats": [{"text": "...", "ids": [...]}, ...]
+//
+// (ingress/openai/chat_encode_test.go).
 import {readFileSync} from "node:fs";
 import {createRequire} from "node:module";
+import {Template} from "@huggingface/jinja";
 import {TokenizerLoader} from "@lenml/tokenizers";
 
 const require = createRequire(import.meta.url);
@@ -28,9 +39,18 @@ const out = {};
 for (const model of input.models) {
   const jsonPath = require.resolve(`@lenml/tokenizer-${model}/models/tokenizer.json`);
   const configPath = require.resolve(`@lenml/tokenizer-${model}/models/tokenizer_config.json`);
+  const tokenizerConfig = JSON.parse(readFileSync(configPath, "utf8"));
   const tok = TokenizerLoader.fromPreTrained({
     tokenizerJSON: JSON.parse(readFileSync(jsonPath, "utf8")),
-    tokenizerConfig: JSON.parse(readFileSync(configPath, "utf8")),
+    tokenizerConfig,
+  });
+  const tokenText = (t) => (t && typeof t === "object" ? t.content : t) ?? "";
+  const chats = (input.chats ?? []).map((c) => {
+    const text = new Template(tokenizerConfig.chat_template).render({
+      messages: c.messages, add_generation_prompt: c.add_generation_prompt,
+      bos_token: tokenText(tokenizerConfig.bos_token), eos_token: tokenText(tokenizerConfig.eos_token),
+    });
+    return {text, ids: tok.encode(text, {add_special_tokens: false})};
   });
   const results = input.texts.map((text) => {
     const ids = tok.encode(text);
@@ -44,6 +64,7 @@ for (const model of input.models) {
     bos_token_id: tok.bos_token_id ?? null,
     eos_token_id: tok.eos_token_id ?? null,
     results,
+    chats,
   };
 }
 process.stdout.write(JSON.stringify(out));

@@ -2,17 +2,20 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/swarmllm/swarm/blocks"
+	"github.com/swarmllm/swarm/blocks/tokenizer"
 	"github.com/swarmllm/swarm/client"
 	"github.com/swarmllm/swarm/node"
 	"github.com/swarmllm/swarm/registry"
@@ -38,6 +41,7 @@ type generateOptions struct {
 	sampler   blocks.SamplerConfig
 	seedSet   bool
 	stats     bool
+	json      bool
 
 	// --servers only.
 	stepTimeout  time.Duration
@@ -50,10 +54,13 @@ func newGenerateCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "generate --model PATH --prompt TEXT (--local | --servers URL,... | --bootstrap MULTIADDR ...)",
 		Short: "Generate text from a prompt, streaming it to stdout",
-		Long: `generate encodes the prompt (with BOS, as llama2.c's run.c does), runs the
-model's blocks and samples up to --max-tokens new tokens, printing the prompt
-and then each token's text as soon as it is sampled, and a final newline.
-Generation stops early when the model samples BOS or EOS.
+		Long: `generate encodes the prompt (with the special tokens the model's tokenizer
+puts before a text: BOS for llama2.c, Llama and Gemma models, none for Qwen),
+runs the model's blocks and samples up to --max-tokens new tokens, printing
+the prompt and then each token's text as soon as it is sampled, and a final
+newline (--json prints one JSON object instead). Generation stops early when
+the model samples an end-of-generation token: EOS, an end-of-turn token such
+as <|eot_id|>, <|im_end|> or <end_of_turn>, or BOS for llama2.c models.
 
 With --local every block runs in this process. With --servers this process
 loads only the model's head (embeddings, final norm, LM head, tokenizer):
@@ -117,6 +124,7 @@ Examples:
 	f.IntVar(&o.sampler.TopK, "top-k", 0, "sample only from the K most likely tokens; 0 is off")
 	f.Float64Var(&o.sampler.RepetitionPenalty, "repetition-penalty", 1.0, "divide positive (multiply negative) logits of tokens already seen by R; 1 is off")
 	f.Uint64Var(&o.sampler.Seed, "seed", 0, "random seed of the sampler (default: a random seed)")
+	f.BoolVar(&o.json, "json", false, `print one JSON object at the end instead of streaming text: {"prompt_ids": [...], "ids": [...], "text": "..."} (the prompt's token ids, the generated ids, the generated text)`)
 	f.BoolVar(&o.stats, "stats", false, "print time to first token, time per output token and tokens/s to stderr at the end; with --servers also each hop's blocks, median round trip time t_cj (minus server compute) and median server compute per token")
 	f.DurationVar(&o.stepTimeout, "step-timeout", client.DefaultStepTimeout, "with --servers or --bootstrap: how long a server may take to answer one step before the client fails over to another")
 	f.DurationVar(&o.allocTimeout, "alloc-timeout", client.DefaultAllocTimeout, "with --servers or --bootstrap: how long a server may queue the session for attention-cache room")
@@ -275,6 +283,9 @@ func streamGeneration(ctx context.Context, out, errOut io.Writer, head blocks.He
 	if err != nil {
 		return fmt.Errorf("encoding the prompt: %w", err)
 	}
+	if len(prompt) == 0 {
+		return fmt.Errorf("%w: the prompt is empty and the model's tokenizer puts no BOS before a text: give --prompt", errUsage)
+	}
 	info := head.Info()
 	maxTokens := o.maxTokens
 	if ctxLeft := info.MaxSeqLen - len(prompt) + 1; info.MaxSeqLen > 0 && (maxTokens == 0 || maxTokens > ctxLeft) {
@@ -289,22 +300,32 @@ func streamGeneration(ctx context.Context, out, errOut io.Writer, head blocks.He
 	}
 	defer release()
 
-	for i := 1; i < len(prompt); i++ {
-		if _, err := io.WriteString(out, tok.Decode(prompt[i-1], prompt[i])); err != nil {
-			return err
-		}
+	text := out
+	if o.json {
+		text = io.Discard
+	}
+	if _, err := io.WriteString(text, promptText(tok, prompt)); err != nil {
+		return err
 	}
 	start := time.Now()
-	var first time.Duration
+	var (
+		first     time.Duration
+		generated strings.Builder
+	)
 	ids, err := blocks.Generate(ctx, head, fw, prompt, maxTokens, sampler, func(prev, next int) error {
 		if first == 0 {
 			first = time.Since(start)
 		}
-		_, err := io.WriteString(out, tok.Decode(prev, next))
+		piece := tok.Decode(prev, next)
+		generated.WriteString(piece)
+		_, err := io.WriteString(text, piece)
 		return err
 	})
-	if _, werr := io.WriteString(out, "\n"); err == nil {
+	if _, werr := io.WriteString(text, "\n"); err == nil {
 		err = werr
+	}
+	if o.json && err == nil {
+		err = json.NewEncoder(out).Encode(generateJSON{PromptIDs: prompt, IDs: append([]int{}, ids...), Text: generated.String()})
 	}
 	if err != nil {
 		if errors.Is(err, context.Canceled) {
@@ -323,4 +344,29 @@ func streamGeneration(ctx context.Context, out, errOut io.Writer, head blocks.He
 			float64(len(ids))/total.Seconds())
 	}
 	return nil
+}
+
+// generateJSON is what `swarm generate --json` prints.
+type generateJSON struct {
+	// PromptIDs are the prompt's token ids, special tokens included.
+	PromptIDs []int `json:"prompt_ids"`
+	// IDs are the generated ids, without the end-of-generation id.
+	IDs []int `json:"ids"`
+	// Text is the generated text (the ids decoded after the prompt).
+	Text string `json:"text"`
+}
+
+// promptText is the text of the prompt's ids as the output echoes it: a
+// leading BOS (when the tokenizer has one) prints nothing, the rest
+// decodes each after the one before it.
+func promptText(tok tokenizer.Tokenizer, prompt []int) string {
+	var b strings.Builder
+	prev := -1
+	for i, id := range prompt {
+		if i > 0 || id != tok.BOS() {
+			b.WriteString(tok.Decode(prev, id))
+		}
+		prev = id
+	}
+	return b.String()
 }

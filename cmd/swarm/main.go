@@ -34,6 +34,7 @@ durations use Go syntax ("10ms"), sizes are bytes.`,
 	root.AddCommand(
 		newServeCmd(),
 		newGenerateCmd(),
+		newChatCmd(),
 		newTokenizeCmd(),
 		newModelCmd(),
 		newPlanCmd(),

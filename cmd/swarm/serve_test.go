@@ -208,3 +208,19 @@ func TestServeGenerateMatchesLocal(t *testing.T) {
 	require.True(t, strings.HasPrefix(remote, "Lily and Ben went to the park. They saw"), remote)
 	require.Greater(t, len(remote), 200)
 }
+
+// TestServeGenerateJSON: `swarm generate --servers --json` gives the same
+// object as --local, the greedy ids of REFERENCE.md section 3.
+func TestServeGenerateJSON(t *testing.T) {
+	dir := testenv.SharedFile(t, "models", "stories260K")
+	model := []string{"--model", dir + "/stories260K.gguf"}
+	var urls []string
+	for _, span := range []string{"0:3", "3:5"} {
+		urls = append(urls, startServeProc(t, append([]string{"--blocks", span}, model...)...).url)
+	}
+	args := append([]string{"generate", "--prompt", "Once upon a time", "--temperature", "0", "--max-tokens", "40"}, model...)
+	remote := generateJSONOutput(t, append(args, "--servers", strings.Join(urls, ","))...)
+	require.Equal(t, []int{1, 403, 407, 261, 378}, remote.PromptIDs)
+	require.Equal(t, referenceIDs(t)[4:44], remote.IDs)
+	require.Equal(t, generateJSONOutput(t, append(args, "--local")...), remote)
+}

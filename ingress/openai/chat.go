@@ -173,10 +173,11 @@ func (t *ChatTemplate) Apply(c Conversation) (out string, err error) {
 	return b.String(), nil
 }
 
-// Prompt returns the text the gateway encodes for a chat completion:
-// Apply's, without a leading bos_token, as the gateway encodes the prompt
-// with BOS first (the BOS text would otherwise be encoded as plain
-// characters). Errors wrap ErrTemplate.
+// Prompt returns Apply's text without a leading bos_token: a prompt for
+// an engine that puts its own BOS before any prompt (an OpenAI
+// /v1/completions endpoint). The handler sends Apply's text itself, marked
+// ingress.Request.Rendered, so that it is encoded as transformers'
+// apply_chat_template(tokenize=True) does. Errors wrap ErrTemplate.
 func (t *ChatTemplate) Prompt(c Conversation) (string, error) {
 	out, err := t.Apply(c)
 	if err != nil {

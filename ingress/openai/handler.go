@@ -422,10 +422,14 @@ func (h *Handler) chat(w http.ResponseWriter, r *http.Request) {
 		h.writeError(w, err)
 		return
 	}
-	if req.Prompt, err = tpl.Prompt(Conversation{Messages: msgs, AddGenerationPrompt: true, Now: h.now()}); err != nil {
+	// The template's rendering keeps its special tokens as text and is
+	// encoded without adding any (transformers' apply_chat_template with
+	// tokenize=True); the plain fallback's text is a completion prompt.
+	if req.Prompt, err = tpl.Apply(Conversation{Messages: msgs, AddGenerationPrompt: true, Now: h.now()}); err != nil {
 		h.writeError(w, err)
 		return
 	}
+	req.Rendered = !tpl.Plain()
 	req.MaxTokens = math.MaxInt32 // the rest of the context
 	for _, mt := range []struct {
 		name string
