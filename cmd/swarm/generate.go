@@ -9,13 +9,11 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/swarmllm/swarm/blocks"
-	"github.com/swarmllm/swarm/blocks/tokenizer"
 	"github.com/swarmllm/swarm/client"
 	"github.com/swarmllm/swarm/node"
 	"github.com/swarmllm/swarm/registry"
@@ -241,7 +239,7 @@ func sessionRunner(ctx context.Context, errOut io.Writer, c *client.Client, stat
 // generation of up to maxLength positions, and a function that releases it.
 // --local runs a Session in this process; --servers/--bootstrap will return
 // a client session over a chain of servers (the seam for the data plane).
-type blockRunner func(maxLength int) (blocks.Forwarder, func() error, error)
+type blockRunner = blocks.Runner
 
 // openLocal loads the whole model in this process: the head (embeddings,
 // final norm, LM head, tokenizer) and one engine for blocks [0, L).
@@ -271,102 +269,50 @@ func openLocal(o generateOptions) (blocks.Head, blockRunner, func() error, error
 	return head, runner, engine.Close, nil
 }
 
-// streamGeneration encodes the prompt, prints it, then generates with
-// blocks.Generate, writing each token's bytes to out as soon as it is
-// sampled (out is unbuffered: one write per token), and a final newline.
+// streamGeneration generates with blocks.GenerateText, writing the prompt
+// and then each token's bytes to out as soon as it is sampled (out is
+// unbuffered: one write per token) and a final newline, or with --json one
+// object at the end.
 func streamGeneration(ctx context.Context, out, errOut io.Writer, head blocks.Head, run blockRunner, sampler *blocks.Sampler, o generateOptions) error {
-	tok := head.Tokenizer()
-	if tok == nil {
-		return fmt.Errorf("%w: the model %s comes without a tokenizer: pass --tokenizer PATH", errUsage, o.model)
-	}
-	prompt, err := tok.Encode(o.prompt, true)
-	if err != nil {
-		return fmt.Errorf("encoding the prompt: %w", err)
-	}
-	if len(prompt) == 0 {
-		return fmt.Errorf("%w: the prompt is empty and the model's tokenizer puts no BOS before a text: give --prompt", errUsage)
-	}
-	info := head.Info()
-	maxTokens := o.maxTokens
-	if ctxLeft := info.MaxSeqLen - len(prompt) + 1; info.MaxSeqLen > 0 && (maxTokens == 0 || maxTokens > ctxLeft) {
-		if ctxLeft < 1 {
-			return fmt.Errorf("%w: the prompt has %d tokens, the model's context is %d", errUsage, len(prompt), info.MaxSeqLen)
-		}
-		maxTokens = ctxLeft // as run.c caps steps at seq_len
-	}
-	fw, release, err := run(max(len(prompt)+maxTokens-1, len(prompt)))
-	if err != nil {
-		return err
-	}
-	defer release()
-
 	text := out
 	if o.json {
 		text = io.Discard
 	}
-	if _, err := io.WriteString(text, promptText(tok, prompt)); err != nil {
-		return err
-	}
-	start := time.Now()
-	var (
-		first     time.Duration
-		generated strings.Builder
-	)
-	ids, err := blocks.Generate(ctx, head, fw, prompt, maxTokens, sampler, func(prev, next int) error {
-		if first == 0 {
-			first = time.Since(start)
-		}
-		piece := tok.Decode(prev, next)
-		generated.WriteString(piece)
+	started := false // the prompt was echoed: generation began
+	c, err := blocks.GenerateText(ctx, head, run, o.prompt, o.maxTokens, sampler, func(piece string) error {
+		started = true
 		_, err := io.WriteString(text, piece)
 		return err
 	})
+	if !started {
+		if errors.Is(err, blocks.ErrNoTokenizer) {
+			return fmt.Errorf("%w: %s: %w: pass --tokenizer PATH", errUsage, o.model, blocks.ErrNoTokenizer)
+		} else if errors.Is(err, blocks.ErrArgument) {
+			return fmt.Errorf("%w: %s: %w", errUsage, o.model, err)
+		}
+		return err
+	}
 	if _, werr := io.WriteString(text, "\n"); err == nil {
 		err = werr
 	}
 	if o.json && err == nil {
-		err = json.NewEncoder(out).Encode(generateJSON{PromptIDs: prompt, IDs: append([]int{}, ids...), Text: generated.String()})
+		c.IDs = append([]int{}, c.IDs...)
+		err = json.NewEncoder(out).Encode(c)
 	}
 	if err != nil {
 		if errors.Is(err, context.Canceled) {
-			return fmt.Errorf("generate: interrupted after %d tokens", len(ids))
+			return fmt.Errorf("generate: interrupted after %d tokens", len(c.IDs))
 		}
 		return err
 	}
-	if o.stats && len(ids) > 0 {
-		total := time.Since(start)
-		tpot := time.Duration(0)
-		if len(ids) > 1 {
-			tpot = (total - first) / time.Duration(len(ids)-1)
-		}
+	if o.stats && len(c.IDs) > 0 {
 		fmt.Fprintf(errOut, "prompt %d tokens, generated %d; TTFT %v, TPOT %v, %.1f tokens/s\n",
-			len(prompt), len(ids), first.Round(time.Microsecond), tpot.Round(time.Microsecond),
-			float64(len(ids))/total.Seconds())
+			len(c.PromptIDs), len(c.IDs), c.TTFT.Round(time.Microsecond), c.TPOT().Round(time.Microsecond),
+			float64(len(c.IDs))/c.Total.Seconds())
 	}
 	return nil
 }
 
-// generateJSON is what `swarm generate --json` prints.
-type generateJSON struct {
-	// PromptIDs are the prompt's token ids, special tokens included.
-	PromptIDs []int `json:"prompt_ids"`
-	// IDs are the generated ids, without the end-of-generation id.
-	IDs []int `json:"ids"`
-	// Text is the generated text (the ids decoded after the prompt).
-	Text string `json:"text"`
-}
-
-// promptText is the text of the prompt's ids as the output echoes it: a
-// leading BOS (when the tokenizer has one) prints nothing, the rest
-// decodes each after the one before it.
-func promptText(tok tokenizer.Tokenizer, prompt []int) string {
-	var b strings.Builder
-	prev := -1
-	for i, id := range prompt {
-		if i > 0 || id != tok.BOS() {
-			b.WriteString(tok.Decode(prev, id))
-		}
-		prev = id
-	}
-	return b.String()
-}
+// generateJSON is what `swarm generate --json` prints: prompt_ids, ids and
+// text.
+type generateJSON = blocks.Completion

@@ -13,6 +13,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/swarmllm/swarm/blocks"
 	"github.com/swarmllm/swarm/blocks/tokenizer"
 	"github.com/swarmllm/swarm/internal/testenv"
 )
@@ -178,9 +179,9 @@ func TestPromptTextWithoutBOS(t *testing.T) {
 		require.NoError(t, err)
 		ids, err := tok.Encode(tc.text, true)
 		require.NoError(t, err)
-		require.Equal(t, tc.text, promptText(tok, ids), tc.model)
+		require.Equal(t, tc.text, blocks.PromptText(tok, ids), tc.model)
 	}
 	tok, err := tokenizer.Load(testenv.SharedFile(t, "models", "stories260K", "tok512.bin"))
 	require.NoError(t, err)
-	require.Equal(t, "Once upon a time", promptText(tok, []int{1, 403, 407, 261, 378}))
+	require.Equal(t, "Once upon a time", blocks.PromptText(tok, []int{1, 403, 407, 261, 378}))
 }
