@@ -24,7 +24,7 @@ func (r *Registry) inboundLoop() {
 			return
 		case msg := <-in:
 			if msg.Reply == nil {
-				if _, _, err := r.ingest(msg.Data, time.Now()); err != nil {
+				if _, _, err := r.ingest(msg.Data, r.now(), true); err != nil {
 					r.log.Debug("registry: dropped gossiped entry", "from", msg.From, "err", err)
 				}
 				continue
@@ -49,14 +49,14 @@ func (r *Registry) tickLoop() {
 		case <-heartbeat.C:
 			r.mu.Lock()
 			if own := r.ownLocked; own != nil && own.State != swarm.StateLeft {
-				if err := r.writeLocked(own.Info, own.State, time.Now()); err != nil && !errors.Is(err, ErrClosed) {
+				if err := r.writeLocked(own.Info, own.State, r.now()); err != nil && !errors.Is(err, ErrClosed) {
 					r.log.Warn("registry: heartbeat failed", "err", err)
 				}
 			}
 			r.mu.Unlock()
 		case <-sweep.C:
 			r.mu.Lock()
-			r.sweepLocked(time.Now())
+			r.sweepLocked(r.now())
 			r.mu.Unlock()
 		}
 	}
@@ -137,9 +137,9 @@ func (r *Registry) exchangeWith(ctx context.Context, peer string) error {
 	if err != nil {
 		return fmt.Errorf("registry: exchange with %s: %w", peer, err)
 	}
-	now := time.Now()
+	now := r.now()
 	for _, data := range entries {
-		if _, _, err := r.ingest(data, now); err != nil {
+		if _, _, err := r.ingest(data, now, false); err != nil {
 			r.log.Debug("registry: dropped entry from exchange", "peer", peer, "err", err)
 		}
 	}
@@ -154,10 +154,10 @@ func (r *Registry) handleExchange(msg Message) {
 		msg.Reply(nil, err)
 		return
 	}
-	now := time.Now()
+	now := r.now()
 	theirs := crdt.NewMap()
 	for _, data := range entries {
-		e, _, err := r.ingest(data, now)
+		e, _, err := r.ingest(data, now, false)
 		if err != nil {
 			r.log.Debug("registry: dropped entry from exchange", "peer", msg.From, "err", err)
 			continue
@@ -176,7 +176,10 @@ func (r *Registry) handleExchange(msg Message) {
 // (ErrForged, ErrBadEntry), refused when stamped in the future
 // (ErrBadEntry) and silently ignored when already collectable (so that GC'd
 // entries do not come back).
-func (r *Registry) ingest(data []byte, now time.Time) (crdt.Entry, bool, error) {
+//
+// direct marks an entry gossiped by its owner just now (a heartbeat), not
+// relayed by anti-entropy: its stamp tells the owner's clock offset.
+func (r *Registry) ingest(data []byte, now time.Time, direct bool) (crdt.Entry, bool, error) {
 	cand, err := peekEntry(data)
 	if err != nil {
 		return crdt.Entry{}, false, err
@@ -192,6 +195,11 @@ func (r *Registry) ingest(data []byte, now time.Time) (crdt.Entry, bool, error) 
 		return crdt.Entry{}, false, err
 	}
 	nowMs := now.UnixMilli()
+	if direct && e.NodeID != r.id {
+		r.mu.Lock()
+		r.noteClockLocked(e.NodeID, e.HeartbeatMs, nowMs, now)
+		r.mu.Unlock()
+	}
 	if crdt.FromFuture(e, nowMs, r.timing) {
 		return crdt.Entry{}, false, fmt.Errorf("%w: node %s stamped its entry %v ahead of this clock (more than --max-clock-skew %v)",
 			ErrBadEntry, e.NodeID, time.Duration(e.HeartbeatMs-nowMs)*time.Millisecond, r.cfg.MaxClockSkew)

@@ -30,6 +30,7 @@ type Registry struct {
 	cfg    Config
 	timing crdt.Timing
 	log    *slog.Logger
+	now    func() time.Time // the wall clock (WithClock)
 
 	mu sync.Mutex // guards the fields with the Locked suffix
 	// gmapLocked is the replica.
@@ -48,6 +49,8 @@ type Registry struct {
 	watchersLocked map[*watcher]struct{}
 	// changedLocked is closed, and replaced, at every change (Changed).
 	changedLocked chan struct{}
+	// skewLocked is what this replica learned of other nodes' clocks.
+	skewLocked map[string]*skewRecord
 
 	bcast chan struct{} // buffered 1: the own entry changed, broadcast it
 
@@ -63,6 +66,20 @@ type Option func(*options) error
 
 type options struct {
 	logger *slog.Logger
+	now    func() time.Time
+}
+
+// WithClock replaces time.Now as the registry's wall clock (heartbeat
+// stamps, receive times, liveness); a test gives a node a skewed clock
+// with it.
+func WithClock(now func() time.Time) Option {
+	return func(o *options) error {
+		if now == nil {
+			return errors.New("registry: WithClock: nil clock")
+		}
+		o.now = now
+		return nil
+	}
 }
 
 // WithLogger sends the registry's log lines to l (default: discarded).
@@ -86,7 +103,7 @@ func New(tr Transport, key crypto.PrivKey, cfg Config, opts ...Option) (*Registr
 	if tr == nil || key == nil {
 		return nil, fmt.Errorf("%w: nil transport or key", ErrBadConfig)
 	}
-	o := options{logger: slog.New(slog.DiscardHandler)}
+	o := options{logger: slog.New(slog.DiscardHandler), now: time.Now}
 	for _, opt := range opts {
 		if err := opt(&o); err != nil {
 			return nil, fmt.Errorf("%w: %w", ErrBadConfig, err)
@@ -103,6 +120,8 @@ func New(tr Transport, key crypto.PrivKey, cfg Config, opts ...Option) (*Registr
 		cfg:            cfg,
 		timing:         cfg.timing(),
 		log:            o.logger,
+		now:            o.now,
+		skewLocked:     map[string]*skewRecord{},
 		gmapLocked:     crdt.NewMap(),
 		heardLocked:    map[string]int64{},
 		shownLocked:    map[string]swarm.LifecycleState{},
@@ -177,7 +196,7 @@ func (r *Registry) Publish(info swarm.ServerInfo, state swarm.LifecycleState) er
 	info.Endpoints = slices.Clone(info.Endpoints)
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return r.writeLocked(info, state, time.Now())
+	return r.writeLocked(info, state, r.now())
 }
 
 // SetState publishes the current info with a new state. It returns
@@ -234,7 +253,7 @@ func newSessionID() string {
 // Snapshot returns every entry with its effective state (the local
 // SUSPECTED overlay and silence-based LEFT applied), sorted by node id.
 func (r *Registry) Snapshot() []Entry {
-	now := time.Now().UnixMilli()
+	now := r.now().UnixMilli()
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	entries := r.gmapLocked.Entries()
@@ -247,7 +266,7 @@ func (r *Registry) Snapshot() []Entry {
 
 // Get returns one node's entry with its effective state.
 func (r *Registry) Get(nodeID string) (Entry, bool) {
-	now := time.Now().UnixMilli()
+	now := r.now().UnixMilli()
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	e, ok := r.gmapLocked.Get(nodeID)
@@ -289,7 +308,7 @@ func (r *Registry) Leave(ctx context.Context) error {
 		return nil
 	}
 	info := r.ownLocked.Info
-	err := r.writeLocked(info, swarm.StateLeft, time.Now())
+	err := r.writeLocked(info, swarm.StateLeft, r.now())
 	var data []byte
 	if err == nil {
 		data = r.ownLocked.Signed
