@@ -205,7 +205,7 @@ func (j *joiner) joinAuto(ctx context.Context) error {
 		ProtocolVersion: swarm.ProtocolVersion, Endpoints: j.addrs(), Tentative: true,
 	}
 	self := registry.Entry{NodeID: j.reg.ID(), Incarnation: Unpublished, State: swarm.StateJoin, Info: j.base}
-	span, err := ChooseSpan(j.reg.Snapshot(), self, params)
+	span, err := ChooseSpan(j.verifiedSnapshot(ctx), self, params)
 	if err != nil {
 		return err
 	}
@@ -225,7 +225,7 @@ func (j *joiner) joinAuto(ctx context.Context) error {
 		return fmt.Errorf("node: own registry entry missing after JOIN")
 	}
 	own.Info = j.base
-	if span, err = ChooseSpan(j.reg.Snapshot(), own, params); err != nil {
+	if span, err = ChooseSpan(j.verifiedSnapshot(ctx), own, params); err != nil {
 		return err
 	}
 	j.span = span
@@ -235,6 +235,13 @@ func (j *joiner) joinAuto(ctx context.Context) error {
 	}
 	j.log.Info("settled on span", "span", span.String())
 	return nil
+}
+
+// verifiedSnapshot is the registry's entries that placement may count
+// (VerifyEntries: SERVING servers must answer over their libp2p identity).
+func (j *joiner) verifiedSnapshot(ctx context.Context) []registry.Entry {
+	snap := j.reg.Snapshot()
+	return VerifyEntries(ctx, NewTransport(j.n.Host(), entryAddrs(snap)), snap, j.reg.ID(), DefaultVerifyTimeout, j.log)
 }
 
 // waitEarlierJoiners waits until no server that joined before this one is
