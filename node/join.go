@@ -7,7 +7,11 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/libp2p/go-libp2p/core/network"
+	"github.com/libp2p/go-libp2p/core/peer"
+
 	"github.com/swarmllm/swarm/registry"
+	"github.com/swarmllm/swarm/swarm"
 	"github.com/swarmllm/swarm/swarm/p2p"
 )
 
@@ -22,6 +26,11 @@ type Member struct {
 	Node *p2p.Node
 	// Registry is the replica, kept up to date by gossip and anti-entropy.
 	Registry *registry.Registry
+
+	// stop ends the member's background work (closeSuspected); done is
+	// closed when it has ended. Both nil when there is none.
+	stop context.CancelFunc
+	done chan struct{}
 }
 
 // JoinClient starts a client-only member: a p2p node from pc (its DHTMode
@@ -41,7 +50,13 @@ func JoinClient(ctx context.Context, pc p2p.Config, rc registry.Config, opts ...
 	if err != nil {
 		return nil, errors.Join(err, n.Close())
 	}
-	c := &Member{Node: n, Registry: reg}
+	c := &Member{Node: n, Registry: reg, done: make(chan struct{})}
+	var cctx context.Context
+	cctx, c.stop = context.WithCancel(context.Background())
+	go func() {
+		defer close(c.done)
+		closeSuspected(cctx, n, reg)
+	}()
 	if err := n.AdvertiseAt(p2p.ClientRendezvous); err != nil {
 		return nil, errors.Join(err, c.Close())
 	}
@@ -77,9 +92,36 @@ func Join(pc p2p.Config, rc registry.Config, log *slog.Logger) (*Member, error) 
 	return &Member{Node: n, Registry: reg}, nil
 }
 
-// Close stops the registry replica, then the node.
+// Close stops the member's background work, the registry replica, then
+// the node.
 func (c *Member) Close() error {
+	if c.stop != nil {
+		c.stop()
+		<-c.done
+	}
 	return errors.Join(c.Registry.Close(), c.Node.Close())
+}
+
+// closeSuspected closes n's connections to every peer the registry shows
+// SUSPECTED or LEFT (or collects) until ctx ends, so
+// that the next stream to a server that died is dialled afresh rather than
+// sent down the dead peer's lingering connection (a QUIC connection to a
+// killed process stays open until its idle timeout). A peer that was only
+// suspected reconnects on its next use.
+func closeSuspected(ctx context.Context, n *p2p.Node, reg *registry.Registry) {
+	for ev := range reg.Watch(ctx) {
+		gone := ev.Removed || ev.Entry.State == swarm.StateSuspected || ev.Entry.State == swarm.StateLeft
+		if !gone || ev.Entry.NodeID == reg.ID() {
+			continue
+		}
+		pid, err := peer.Decode(ev.Entry.NodeID)
+		if err != nil {
+			continue
+		}
+		if n.Host().Network().Connectedness(pid) == network.Connected {
+			_ = n.Host().Network().ClosePeer(pid)
+		}
+	}
 }
 
 // SyncRegistry waits until a bootstrap peer has answered, then pulls the
