@@ -195,12 +195,13 @@ func (r *Registry) ingest(data []byte, now time.Time, direct bool) (crdt.Entry, 
 		return crdt.Entry{}, false, err
 	}
 	nowMs := now.UnixMilli()
-	if direct && e.NodeID != r.id {
+	future := crdt.FromFuture(e, nowMs, r.timing)
+	if (direct || future) && e.NodeID != r.id { // delay never makes a stamp look newer
 		r.mu.Lock()
 		r.noteClockLocked(e.NodeID, e.HeartbeatMs, nowMs, now)
 		r.mu.Unlock()
 	}
-	if crdt.FromFuture(e, nowMs, r.timing) {
+	if future {
 		return crdt.Entry{}, false, fmt.Errorf("%w: node %s stamped its entry %v ahead of this clock (more than --max-clock-skew %v)",
 			ErrBadEntry, e.NodeID, time.Duration(e.HeartbeatMs-nowMs)*time.Millisecond, r.cfg.MaxClockSkew)
 	}

@@ -62,9 +62,11 @@ func (r *Registry) noteClockLocked(node string, stampMs, nowMs int64, now time.T
 
 // ClockOffsets returns, per node id, how far that node's clock ran ahead
 // of this replica's (negative: behind) at its latest heartbeat gossiped
-// directly, gossip delay included (milliseconds on a LAN). Nodes beyond
-// --max-clock-skew are logged at WARN; a node ahead by more has its entries
-// refused and appears here only.
+// directly, gossip delay included (milliseconds on a LAN), or at an entry
+// stamped ahead of this clock by more than --max-clock-skew however it
+// came (anti-entropy too: a delay never makes a stamp look newer). Nodes
+// beyond --max-clock-skew are logged at WARN; a node ahead by more has its
+// entries refused and appears here only.
 func (r *Registry) ClockOffsets() map[string]time.Duration {
 	r.mu.Lock()
 	defer r.mu.Unlock()
