@@ -26,6 +26,11 @@ const (
 	// DefaultMaxRetries bounds the re-routings of one request after server
 	// failures (on top of the client's own hop failovers).
 	DefaultMaxRetries = 2
+	// DefaultCoverageWait is how long a request waits for the model's
+	// coverage to come back (a server restarting or joining) before 503.
+	DefaultCoverageWait = 2 * time.Second
+	// coverageRetry is the time between two probes while waiting.
+	coverageRetry = 250 * time.Millisecond
 )
 
 // Model is one model the ingress serves: its head (embeddings, final norm,
@@ -100,6 +105,10 @@ type Config struct {
 	Refresh time.Duration
 	// MaxRetries bounds re-routings after server failures (>= 0).
 	MaxRetries int
+	// CoverageWait is how long a request whose model no route covers
+	// waits, probing again, for coverage to return before it fails with
+	// ErrNoRoute (>= 0; 0 fails at once).
+	CoverageWait time.Duration
 	// ClientOptions configure the block-chain client (timeouts, wire dtype).
 	ClientOptions []client.Option
 	// HTTPClient reaches replicas; nil uses a default client.
@@ -124,9 +133,9 @@ type Config struct {
 }
 
 // DefaultConfig returns the defaults: DefaultRefresh, DefaultMaxRetries,
-// no API keys.
+// DefaultCoverageWait, no API keys, no rate limit.
 func DefaultConfig() Config {
-	return Config{Refresh: DefaultRefresh, MaxRetries: DefaultMaxRetries}
+	return Config{Refresh: DefaultRefresh, MaxRetries: DefaultMaxRetries, CoverageWait: DefaultCoverageWait}
 }
 
 // Validate returns an error wrapping ErrBadOption naming the first bad
@@ -141,6 +150,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("%w: refresh %v, want > 0", ErrBadOption, c.Refresh)
 	case c.MaxRetries < 0:
 		return fmt.Errorf("%w: max retries %d, want >= 0", ErrBadOption, c.MaxRetries)
+	case c.CoverageWait < 0:
+		return fmt.Errorf("%w: coverage wait %v, want >= 0", ErrBadOption, c.CoverageWait)
 	case c.RateLimit < 0 || math.IsNaN(c.RateLimit) || math.IsInf(c.RateLimit, 0):
 		return fmt.Errorf("%w: rate limit %g requests per second, want >= 0 (0 = unlimited)", ErrBadOption, c.RateLimit)
 	case c.RateLimit > 0 && c.RateBurst < 1:
@@ -374,10 +385,36 @@ func (g *Gateway) Open(ctx context.Context, req SessionRequest) (*Session, error
 		return nil, fmt.Errorf("%w: max_length %d, want 1 to the model's context %d", ErrBadRequest, req.MaxLength, ctxLen)
 	}
 	s := &Session{g: g, m: m, req: req, exclude: map[string]error{}, arrival: g.cfg.Now()}
-	if err := s.open(ctx, false); err != nil {
+	if err := s.openCovered(ctx, false); err != nil {
 		return nil, err
 	}
 	return s, nil
+}
+
+// openCovered is open, but when no route covers the model it probes again
+// every 250 ms for up to CoverageWait (a server restarting or joining, a
+// failover elsewhere in progress) before failing with ErrNoRoute.
+func (s *Session) openCovered(ctx context.Context, fresh bool) error {
+	err := s.open(ctx, fresh)
+	if !errors.Is(err, ErrNoRoute) || s.g.cfg.CoverageWait <= 0 {
+		return err
+	}
+	deadline := time.Now().Add(s.g.cfg.CoverageWait)
+	for errors.Is(err, ErrNoRoute) {
+		left := time.Until(deadline)
+		if left <= 0 {
+			return err
+		}
+		t := time.NewTimer(min(coverageRetry, left))
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return ctx.Err()
+		case <-t.C:
+		}
+		err = s.open(ctx, true)
+	}
+	return err
 }
 
 // Request is one self-contained generation (an OpenAI request).

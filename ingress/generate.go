@@ -290,7 +290,7 @@ func (s *Session) generate(ctx context.Context, p GenerateParams, start time.Tim
 		}
 		s.inner.close()
 		s.inner = nil
-		if oerr := s.open(ctx, true); oerr != nil {
+		if oerr := s.openCovered(ctx, true); oerr != nil {
 			return res, fmt.Errorf("%w (after: %w)", oerr, err)
 		}
 		in = input{text: s.text, rendered: s.rendered}

@@ -91,7 +91,9 @@ type proxyOptions struct {
 	maxRetries int
 	rateLimit  float64
 	rateBurst  int
-	logLevel   string
+	// coverageWait is how long a request waits for coverage to return.
+	coverageWait time.Duration
+	logLevel     string
 
 	stepTimeout  time.Duration
 	allocTimeout time.Duration
@@ -135,6 +137,7 @@ func newProxyCmd() *cobra.Command {
 	f.Float64Var(&o.rateLimit, "rate-limit", 0, "requests per second each API key (without --api-keys: each client IP address) may make, sustained;\n"+
 		"over it a request gets 429 with Retry-After; 0 = unlimited")
 	f.IntVar(&o.rateBurst, "rate-burst", 10, "requests a key or address may make at once above --rate-limit (the token bucket's size)")
+	f.DurationVar(&o.coverageWait, "coverage-wait", ingress.DefaultCoverageWait, "how long a request waits for a server of missing blocks to come back or join before 503; 0 = fail at once")
 	f.DurationVar(&o.stepTimeout, "step-timeout", client.DefaultStepTimeout, "how long a block server may take to answer one step before the client fails over")
 	f.DurationVar(&o.allocTimeout, "alloc-timeout", client.DefaultAllocTimeout, "how long a block server may queue a session for attention-cache room")
 	f.StringVar(&o.wireDType, "wire-dtype", "f32", "dtype of hidden states sent to block servers: f32 (exact), f16 or bf16")
@@ -208,7 +211,7 @@ func newGateway(o proxyOptions, logger *slog.Logger, source ingress.Source) (*in
 	}
 	cfg := ingress.DefaultConfig()
 	cfg.Refresh, cfg.MaxRetries, cfg.Logger = o.refresh, o.maxRetries, logger
-	cfg.RateLimit, cfg.RateBurst = o.rateLimit, o.rateBurst
+	cfg.RateLimit, cfg.RateBurst, cfg.CoverageWait = o.rateLimit, o.rateBurst, o.coverageWait
 	cfg.ClientOptions = []client.Option{client.WithStepTimeout(o.stepTimeout), client.WithAllocTimeout(o.allocTimeout),
 		client.WithWireDType(dtype), client.WithLogger(logger)}
 	if len(o.p2p.Bootstrap) == 0 {
