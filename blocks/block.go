@@ -76,6 +76,9 @@ func (l *layer) bytes() int64 {
 type kvCache struct {
 	k, v []float32
 	ring int // rows of a ring cache; 0 for a full cache
+	// from is the first position a ring cache still holds (it holds
+	// from..the session's length-1 when from is below that).
+	from int
 }
 
 // store writes the keys and values of the seg's rows of k and v [rows,
@@ -90,6 +93,7 @@ func (c *kvCache) store(k, v []float32, g seg, kvDim int) {
 		copy(c.k[dst:dst+kvDim], k[src:src+kvDim])
 		copy(c.v[dst:dst+kvDim], v[src:src+kvDim])
 	}
+	c.from = max(c.from, g.pos+g.n-c.ring)
 }
 
 // scratch is a session's working memory for a Forward call of n tokens.

@@ -165,3 +165,78 @@ func TestSlidingCacheBytes(t *testing.T) {
 		require.NoError(t, f.Close())
 	}
 }
+
+// endsAfter is a context whose Err is nil for its first n calls and
+// context.Canceled after: Forward checks it before each block, so it ends
+// a step after exactly n blocks.
+type endsAfter struct {
+	context.Context
+	n int
+}
+
+func (c *endsAfter) Err() error {
+	if c.n <= 0 {
+		return context.Canceled
+	}
+	c.n--
+	return nil
+}
+
+// TestSlidingRingCanceledStep ends steps after some blocks and retries
+// them: the rings keep what every block still holds, so a retry works
+// (bit for bit as with full caches) unless a block already overwrote the
+// window the retry needs, which fails with ErrPosition; a restart at 0
+// always works.
+func TestSlidingRingCanceledStep(t *testing.T) {
+	ring, full := slidingModel(t)
+	info := ring.model.Info()
+	const maxLength = 240
+	tokens := make([]int, maxLength)
+	for i := range tokens {
+		tokens[i] = (11*i + 2) % info.Vocab
+	}
+	embed := func(pos, n int) []float32 {
+		x, err := ring.head.Embed(tokens[pos : pos+n])
+		require.NoError(t, err)
+		return x
+	}
+	rs, err := ring.engine.NewSession(info.Blocks(), maxLength)
+	require.NoError(t, err)
+	fs, err := full.engine.NewSession(info.Blocks(), maxLength)
+	require.NoError(t, err)
+	step := func(pos, n int) {
+		t.Helper()
+		want, err := fs.Forward(context.Background(), pos, embed(pos, n), n)
+		require.NoError(t, err)
+		got, err := rs.Forward(context.Background(), pos, embed(pos, n), n)
+		require.NoError(t, err)
+		requireBits(t, want, got, "step of %d at %d", n, pos)
+	}
+	step(0, 150)
+	for _, c := range []struct {
+		name   string
+		blocks int // blocks run before ctx ends
+		n      int
+		retry  bool
+	}{
+		{"long step ended before any block", 0, 80, true},
+		{"long step ended after two blocks", 2, 80, false}, // block 0 now holds 158..229 only
+		{"decode step ended after one block", 1, 1, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := rs.Forward(&endsAfter{context.Background(), c.blocks}, 150, embed(150, c.n), c.n)
+			require.ErrorIs(t, err, context.Canceled)
+			require.Equal(t, 150, rs.Len())
+			if c.retry {
+				step(150, c.n)
+				step(0, 150) // back to 150 for the next case
+				return
+			}
+			_, err = rs.Forward(context.Background(), 150, embed(150, c.n), c.n)
+			require.ErrorIs(t, err, blocks.ErrPosition)
+			require.ErrorContains(t, err, "position 150 attends to positions 143..149")
+			require.ErrorContains(t, err, "hold none of them: a step cut short overwrote them")
+			step(0, 150)
+		})
+	}
+}
