@@ -1,6 +1,7 @@
 package placement_test
 
 import (
+	"math/rand/v2"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -125,4 +126,56 @@ func TestBlockCacheBytesValidate(t *testing.T) {
 		require.ErrorIs(t, err, placement.ErrBadInput)
 		require.ErrorContains(t, err, c.err)
 	}
+}
+
+// TestPerBlockMemoryProperty draws fleets, gives their models a random
+// local:global pattern (sliding blocks need a random fraction of a global
+// block's s_c) and checks eq. (2) per block on CG-BP's plans: every
+// server's f_j sessions fit over exactly its span, its cache slots fit in
+// its free memory at the span's mean s_c, it never gets fewer blocks than
+// with one s_c for every block, and condition (18) still decides whether
+// every block is covered.
+func TestPerBlockMemoryProperty(t *testing.T) {
+	rng := rand.New(rand.NewPCG(17, 3))
+	feasible := 0
+	for trial := range 300 {
+		in := randomFleet(rng, 12, 6, 2, true)
+		uniform := in
+		pattern := 1 + rng.IntN(7)
+		local := 1 + rng.Int64N(in.Model.CacheBytes)
+		in.Model.BlockCacheBytes = make([]int64, in.Model.Blocks)
+		for b := range in.Model.BlockCacheBytes {
+			in.Model.BlockCacheBytes[b] = in.Model.CacheBytes
+			if (b+1)%pattern != 0 {
+				in.Model.BlockCacheBytes[b] = local
+			}
+		}
+		require.NoError(t, in.Validate())
+		for j := range in.Servers {
+			require.GreaterOrEqual(t, placement.ConservativeBlocks(in, j), placement.ConservativeBlocks(uniform, j), "trial %d server %d", trial, j)
+		}
+		plan, err := placement.CGBP(in)
+		if !placement.Feasible(in) {
+			require.ErrorIs(t, err, placement.ErrInfeasible, "trial %d", trial)
+			continue
+		}
+		require.NoError(t, err, "trial %d", trial)
+		covered := make([]bool, in.Model.Blocks)
+		for j, sp := range plan.Spans {
+			if sp.Empty() {
+				continue
+			}
+			free := in.Servers[j].MemoryBytes - in.Model.BlockBytes*int64(sp.Len())
+			require.GreaterOrEqual(t, plan.Capacity[j], in.Sessions, "trial %d server %d", trial, j)
+			require.LessOrEqual(t, int64(plan.Capacity[j])*in.Model.SpanCacheBytes(sp), free, "trial %d server %d: f_j sessions fit", trial, j)
+			require.LessOrEqual(t, int64(plan.CacheSlots[j])*in.Model.SpanCacheBytes(sp), free*int64(sp.Len()), "trial %d server %d: slots fit", trial, j)
+			for b := sp.Start; b < sp.End; b++ {
+				covered[b] = true
+			}
+		}
+		require.NotContains(t, covered, false, "trial %d", trial)
+		feasible++
+	}
+	require.Greater(t, feasible, 50, "enough feasible fleets to check")
+	t.Logf("%d of 300 fleets feasible", feasible)
 }
