@@ -118,6 +118,7 @@ type BatchEngine interface {
 	// the call. A step's result is bit for bit what Session.Forward returns
 	// for it alone, whatever the other steps of the batch are. When ctx
 	// ends before the last block, every step not yet failed gets ctx's error
-	// and its session's cache holds positions 0..Pos-1.
+	// and its session's Len() is Pos (ring caches as after Session.Forward
+	// ended the same way).
 	ForwardBatch(ctx context.Context, steps []Step) []StepResult
 }
