@@ -36,7 +36,8 @@ type Engine interface {
 	WeightBytes() int64
 	// NewSession allocates attention caches for the blocks of sub (which must
 	// lie inside Span()) sized for maxLength tokens. Its cache memory is
-	// sub.Len() * Info().CacheBytes(maxLength) bytes. It returns an error
+	// Info().SpanCacheBytes(sub, maxLength) bytes (sliding-window blocks
+	// hold rings of window + swarm.SlidingRewind positions). It returns an error
 	// wrapping ErrArgument for a bad sub-span or maxLength (< 1 or above
 	// Info().MaxSeqLen) and ErrClosed after Close.
 	NewSession(sub swarm.Span, maxLength int) (Session, error)
@@ -52,9 +53,11 @@ type Session interface {
 	// Forward runs hidden states [nTokens, DModel] (row-major float32) at
 	// positions pos .. pos+nTokens-1 through the session's blocks, in order,
 	// and returns the output hidden states [nTokens, DModel]. pos may be less
-	// than Len(): the cache is truncated to pos first (replay after failover).
-	// The input slice is not modified. It returns errors wrapping
-	// ErrPosition if pos > Len() or pos+nTokens > max length (the caches are
+	// than Len(): the cache is truncated to pos first (replay after failover);
+	// with sliding-window blocks, at most swarm.SlidingRewind+1 positions
+	// before Len() (or 0). The input slice is not modified. It returns errors
+	// wrapping ErrPosition if pos > Len(), pos+nTokens > max length or pos
+	// goes back further than the sliding-window caches hold (the caches are
 	// then untouched), ErrArgument if nTokens < 1 or len(hidden) !=
 	// nTokens*DModel, ErrClosed after Close of the session or engine, and
 	// ctx's error when ctx ends before the last block.
@@ -115,6 +118,7 @@ type BatchEngine interface {
 	// the call. A step's result is bit for bit what Session.Forward returns
 	// for it alone, whatever the other steps of the batch are. When ctx
 	// ends before the last block, every step not yet failed gets ctx's error
-	// and its session's cache holds positions 0..Pos-1.
+	// and its session's Len() is Pos (ring caches as after Session.Forward
+	// ended the same way).
 	ForwardBatch(ctx context.Context, steps []Step) []StepResult
 }

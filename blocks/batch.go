@@ -62,7 +62,7 @@ func (e *cpuEngine) ForwardBatch(ctx context.Context, steps []Step) []StepResult
 	d := info.DModel
 	x := make([]float32, total*d)
 	for _, r := range rows {
-		r.s.length = r.pos // truncate: positions >= pos are recomputed
+		r.s.truncate(r.pos)
 		copy(x[r.off*d:], steps[r.i].Hidden)
 	}
 

@@ -25,11 +25,22 @@ func requireBits(t *testing.T, want, got []float32, msgAndArgs ...any) {
 }
 
 // batchCase is one session of TestForwardBatchBitIdentical: its sub-span,
-// its prompt, and the decode tokens that follow it.
+// its prompt, the decode tokens that follow it, and its max length (0:
+// 32).
 type batchCase struct {
-	span   swarm.Span
-	prompt []int
-	decode []int
+	span      swarm.Span
+	prompt    []int
+	decode    []int
+	maxLength int
+}
+
+// ids returns n token ids from start, below vocab.
+func ids(start, n, vocab int) []int {
+	out := make([]int, n)
+	for i := range out {
+		out[i] = (start + 3*i) % vocab
+	}
+	return out
 }
 
 // TestForwardBatchBitIdentical runs sessions with different sub-spans,
@@ -38,7 +49,10 @@ type batchCase struct {
 // steps of the others, in batches whose composition changes every step),
 // and requires every output bit for bit equal, for every weight dtype and
 // every architecture (gemma3's sliding blocks with a window shorter than
-// the sessions).
+// the sessions; the last two sessions are long enough for ring caches,
+// swarm.SlidingRewind, one with a prefill longer than its rings, one
+// wrapping its rings during batched decode steps, next to sessions with
+// full caches).
 func TestForwardBatchBitIdentical(t *testing.T) {
 	type tc struct {
 		arch string
@@ -63,15 +77,17 @@ func TestForwardBatchBitIdentical(t *testing.T) {
 			be, ok := l.engine.(blocks.BatchEngine)
 			require.True(t, ok, "the CPU engine implements BatchEngine")
 			cases := []batchCase{
-				{swarm.Span{Start: 0, End: 3}, []int{1, 5, 9, 13, 17, 21, 25}, []int{2, 3, 4, 5}},
-				{swarm.Span{Start: 0, End: 3}, []int{1, 7}, []int{8, 9, 10, 11, 12, 13}},
-				{swarm.Span{Start: 1, End: 3}, []int{1, 2, 3, 4}, []int{6, 6, 6}},
-				{swarm.Span{Start: 0, End: 1}, []int{3}, []int{4, 5, 6, 7, 8}},
-				{swarm.Span{Start: 0, End: 3}, []int{1, 30, 31, 32, 33, 34, 35, 36, 37, 38, 39}, []int{40}},
+				{swarm.Span{Start: 0, End: 3}, []int{1, 5, 9, 13, 17, 21, 25}, []int{2, 3, 4, 5}, 0},
+				{swarm.Span{Start: 0, End: 3}, []int{1, 7}, []int{8, 9, 10, 11, 12, 13}, 0},
+				{swarm.Span{Start: 1, End: 3}, []int{1, 2, 3, 4}, []int{6, 6, 6}, 0},
+				{swarm.Span{Start: 0, End: 1}, []int{3}, []int{4, 5, 6, 7, 8}, 0},
+				{swarm.Span{Start: 0, End: 3}, []int{1, 30, 31, 32, 33, 34, 35, 36, 37, 38, 39}, []int{40}, 0},
+				{swarm.Span{Start: 0, End: 3}, ids(5, 80, c.Vocab), ids(9, 6, c.Vocab), 100},
+				{swarm.Span{Start: 1, End: 3}, ids(2, 3, c.Vocab), ids(11, 90, c.Vocab), 100},
 			}
 			want := make([][][]float32, len(cases))
 			for i, bc := range cases {
-				s, err := l.engine.NewSession(bc.span, 32)
+				s, err := l.engine.NewSession(bc.span, bc.lengthOr32())
 				require.NoError(t, err)
 				for _, in := range stepsOf(t, l, bc) {
 					y, err := s.Forward(context.Background(), in.Pos, in.Hidden, in.NTokens)
@@ -87,7 +103,7 @@ func TestForwardBatchBitIdentical(t *testing.T) {
 			steps := make([][]blocks.Step, len(cases))
 			for i, bc := range cases {
 				var err error
-				sessions[i], err = l.engine.NewSession(bc.span, 32)
+				sessions[i], err = l.engine.NewSession(bc.span, bc.lengthOr32())
 				require.NoError(t, err)
 				steps[i] = stepsOf(t, l, bc)
 			}
@@ -121,6 +137,14 @@ func TestForwardBatchBitIdentical(t *testing.T) {
 			}
 		})
 	}
+}
+
+// lengthOr32 is the case's max length, 32 by default.
+func (bc batchCase) lengthOr32() int {
+	if bc.maxLength > 0 {
+		return bc.maxLength
+	}
+	return 32
 }
 
 // stepsOf returns a case's steps without their session: the prompt in one

@@ -69,9 +69,31 @@ func (l *layer) bytes() int64 {
 }
 
 // kvCache is one block's attention cache for one session: keys and values
-// [maxLength, NKVHeads*HeadDim] each, float32.
+// [positions, NKVHeads*HeadDim] each, float32. A full cache holds
+// positions 0..maxLength-1, position p in row p. A sliding-window block's
+// cache may be a ring of ring < maxLength rows (swarm.ModelInfo.CacheTokens):
+// position p in row p % ring.
 type kvCache struct {
 	k, v []float32
+	ring int // rows of a ring cache; 0 for a full cache
+	// from is the first position a ring cache still holds (it holds
+	// from..the session's length-1 when from is below that).
+	from int
+}
+
+// store writes the keys and values of the seg's rows of k and v [rows,
+// kvDim] into the ring cache c (the last ring of them when the seg is
+// longer), after their attention was computed: the queries of a seg read
+// its own positions from k and v, so a long prefill never overwrites
+// positions that its own earlier queries still attend to.
+func (c *kvCache) store(k, v []float32, g seg, kvDim int) {
+	for t := max(0, g.n-c.ring); t < g.n; t++ {
+		dst := ((g.pos + t) % c.ring) * kvDim
+		src := (g.off + t) * kvDim
+		copy(c.k[dst:dst+kvDim], k[src:src+kvDim])
+		copy(c.v[dst:dst+kvDim], v[src:src+kvDim])
+	}
+	c.from = max(c.from, g.pos+g.n-c.ring)
 }
 
 // scratch is a session's working memory for a Forward call of n tokens.
@@ -160,14 +182,21 @@ func (e *cpuEngine) forwardBlock(l *layer, segs []seg, s *scratch, x []float32, 
 		e.rope.apply(s.k[t*kvDim:(t+1)*kvDim], info.NKVHeads, cos, sin)
 	}
 	for _, g := range segs {
-		copy(g.c.k[g.pos*kvDim:(g.pos+g.n)*kvDim], s.k[g.off*kvDim:(g.off+g.n)*kvDim])
-		copy(g.c.v[g.pos*kvDim:(g.pos+g.n)*kvDim], s.v[g.off*kvDim:(g.off+g.n)*kvDim])
+		if g.c.ring == 0 {
+			copy(g.c.k[g.pos*kvDim:(g.pos+g.n)*kvDim], s.k[g.off*kvDim:(g.off+g.n)*kvDim])
+			copy(g.c.v[g.pos*kvDim:(g.pos+g.n)*kvDim], s.v[g.off*kvDim:(g.off+g.n)*kvDim])
+		}
 	}
 	window := 0
 	if l.sliding {
 		window = info.SlidingWindow
 	}
-	e.attention(s.att, s.q, segs, n, window)
+	e.attention(s.att, s.q, s.k, s.v, segs, n, window)
+	for _, g := range segs {
+		if g.c.ring > 0 {
+			g.c.store(s.k, s.v, g, kvDim)
+		}
+	}
 	mulMats([][]float32{s.xb2}, []*matrix{l.wo}, s.att, n)
 	e.residual(x, s.xb2, l.postAttnNorm, n)
 
@@ -212,8 +241,11 @@ func addRows(x, b []float32, n int) {
 // h/(NHeads/NKVHeads). Scores are q·k/attnScale (sqrt(HeadDim) unless the
 // architecture says otherwise), softmax over positions 0..p (Vaswani et al.
 // 2017, eq. 1), or over p-window+1..p when window > 0 (sliding-window
-// attention, Beltagy et al. 2020).
-func (e *cpuEngine) attention(att, q []float32, segs []seg, n, window int) {
+// attention, Beltagy et al. 2020). A full cache already holds the segs'
+// own positions; a ring cache (kvCache.ring) gives the positions before
+// the seg's first, and k, v [n, NKVHeads*HeadDim] (this call's keys and
+// values) the seg's own: the same numbers in the same order either way.
+func (e *cpuEngine) attention(att, q, k, v []float32, segs []seg, n, window int) {
 	info := &e.info
 	hd, nh := info.HeadDim, info.NHeads
 	qDim, kvDim := nh*hd, info.NKVHeads*hd
@@ -242,12 +274,16 @@ func (e *cpuEngine) attention(att, q []float32, segs []seg, n, window int) {
 				lo = max(0, p-window+1)
 			}
 			sc := scores[:p+1-lo]
+			oh := att[t*qDim+h*hd : t*qDim+(h+1)*hd]
+			if c.ring > 0 {
+				ringAttention(oh, qh, sc, c, k, v, g, lo, off, kvDim, sq)
+				continue
+			}
 			for j := range sc {
 				k := (lo + j) * kvDim
 				sc[j] = dotF32(qh, c.k[k+off:k+off+hd]) / sq
 			}
 			softmax(sc)
-			oh := att[t*qDim+h*hd : t*qDim+(h+1)*hd]
 			clear(oh)
 			for j, a := range sc {
 				v := (lo + j) * kvDim
@@ -258,6 +294,39 @@ func (e *cpuEngine) attention(att, q []float32, segs []seg, n, window int) {
 			}
 		}
 	})
+}
+
+// ringAttention is one query head's attention over positions
+// lo..lo+len(sc)-1 when g's cache is a ring. qh, oh [HeadDim] are the
+// query and output head, off the KV head's offset in a row of kvDim, sc
+// the scores' room, k and v this call's keys and values (see ringKV).
+func ringAttention(oh, qh, sc []float32, c *kvCache, k, v []float32, g *seg, lo, off, kvDim int, sq float32) {
+	hd := len(qh)
+	for j := range sc {
+		kp, _ := ringKV(c, k, v, g, lo+j, off, kvDim, hd)
+		sc[j] = dotF32(qh, kp) / sq
+	}
+	softmax(sc)
+	clear(oh)
+	for j, a := range sc {
+		_, vp := ringKV(c, k, v, g, lo+j, off, kvDim, hd)
+		for i := range oh {
+			oh[i] += a * vp[i]
+		}
+	}
+}
+
+// ringKV returns the key and value head [HeadDim] at offset off of
+// position p for seg g over ring cache c: positions before g.pos from row
+// p % ring of the cache, the seg's own from row g.off + p - g.pos of this
+// call's k and v.
+func ringKV(c *kvCache, k, v []float32, g *seg, p, off, kvDim, hd int) (kp, vp []float32) {
+	if p < g.pos {
+		r := (p%c.ring)*kvDim + off
+		return c.k[r : r+hd], c.v[r : r+hd]
+	}
+	r := (g.off+p-g.pos)*kvDim + off
+	return k[r : r+hd], v[r : r+hd]
 }
 
 // rmsnorm writes o = w * x / sqrt(mean(x^2) + eps) (Zhang & Sennrich 2019,

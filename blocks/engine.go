@@ -21,6 +21,9 @@ type cpuEngine struct {
 	// (Gemma 3's rope_local_base_freq), else nil.
 	local       *rope
 	weightBytes int64
+	// fullCaches makes sessions give sliding-window blocks full-length
+	// caches instead of rings (tests compare the two; see export_test.go).
+	fullCaches bool
 
 	mu     sync.RWMutex // guards layers and closed
 	layers []*layer     // layers[b-span.Start] is block b
@@ -83,8 +86,10 @@ func (e *cpuEngine) WeightBytes() int64 { return e.weightBytes }
 // NewSession allocates attention caches for the blocks of sub (inside
 // Span()) sized for maxLength tokens (1 <= maxLength <= Info().MaxSeqLen when
 // MaxSeqLen is known). The caches are allocated up front:
-// sub.Len() * Info().CacheBytes(maxLength) bytes. It returns an error
-// wrapping ErrArgument for a bad sub-span or length, ErrClosed after Close.
+// Info().SpanCacheBytes(sub, maxLength) bytes, where a sliding-window block
+// holds a ring of Info().CacheTokens(b, maxLength) positions (see
+// swarm.SlidingRewind). It returns an error wrapping ErrArgument for a bad
+// sub-span or length, ErrClosed after Close.
 func (e *cpuEngine) NewSession(sub swarm.Span, maxLength int) (Session, error) {
 	if sub.Empty() || !e.span.ContainsSpan(sub) {
 		return nil, fmt.Errorf("%w: session span %s must be a non-empty part of the engine's span %s", ErrArgument, sub, e.span)
@@ -100,7 +105,17 @@ func (e *cpuEngine) NewSession(sub swarm.Span, maxLength int) (Session, error) {
 	kvDim := e.info.NKVHeads * e.info.HeadDim
 	s := &cpuSession{e: e, span: sub, maxLength: maxLength, caches: make([]kvCache, sub.Len())}
 	for i := range s.caches {
-		s.caches[i] = kvCache{k: make([]float32, maxLength*kvDim), v: make([]float32, maxLength*kvDim)}
+		n := e.info.CacheTokens(sub.Start+i, maxLength)
+		if e.fullCaches {
+			n = maxLength
+		}
+		s.caches[i] = kvCache{k: make([]float32, n*kvDim), v: make([]float32, n*kvDim)}
+		if n < maxLength {
+			// A ring: every sliding block of the session has the same size.
+			s.caches[i].ring = n
+			s.ring = n
+		}
+		s.cacheBytes += int64(n) * e.info.CacheBytesPerToken
 	}
 	return s, nil
 }

@@ -14,9 +14,13 @@ type cpuSession struct {
 	span      swarm.Span
 	maxLength int
 	caches    []kvCache // caches[b-span.Start] is block b's
-	length    int       // positions held in every cache
-	closed    bool
-	scratch   scratch
+	length    int       // positions computed: full caches hold 0..length-1, rings kvCache.from..length-1
+	// ring is the rows of the session's ring caches (sliding-window
+	// blocks, kvCache.ring), 0 when it has none.
+	ring       int
+	cacheBytes int64 // bytes allocated for the caches
+	closed     bool
+	scratch    scratch
 }
 
 var _ Session = (*cpuSession)(nil)
@@ -24,12 +28,17 @@ var _ Session = (*cpuSession)(nil)
 // Forward runs hidden states [nTokens, DModel] at positions
 // pos..pos+nTokens-1 through the session's blocks and returns the output
 // hidden states [nTokens, DModel] in a new slice (hidden is not modified).
-// pos < Len() first truncates the caches to pos (replay after failover). It
-// returns an error wrapping ErrPosition if pos > Len() or pos+nTokens
-// exceeds the max length, ErrArgument if len(hidden) != nTokens*DModel or
-// nTokens < 1, ErrClosed after Close (of the session or its engine), and
-// ctx's error when ctx ends (checked before each block; the caches then
-// hold positions 0..pos-1).
+// pos < Len() first truncates the caches to pos (replay after failover).
+// With ring caches (sliding-window blocks, swarm.SlidingRewind), pos may be
+// at most SlidingRewind+1 positions before Len() (or 0): the window of
+// position pos must still be in the rings. It returns an error wrapping
+// ErrPosition if pos > Len(), pos+nTokens exceeds the max length or pos
+// goes back further than the rings hold, ErrArgument if len(hidden) !=
+// nTokens*DModel or nTokens < 1, ErrClosed after Close (of the session or
+// its engine), and ctx's error when ctx ends (checked before each block;
+// Len() is then pos, and a ring that a block of a step longer than
+// SlidingRewind+1 tokens already overwrote no longer holds the window of
+// pos: a retry there fails with ErrPosition, a restart at 0 works).
 func (s *cpuSession) Forward(ctx context.Context, pos int, hidden []float32, nTokens int) ([]float32, error) {
 	if err := s.check(pos, hidden, nTokens); err != nil {
 		return nil, err
@@ -41,7 +50,7 @@ func (s *cpuSession) Forward(ctx context.Context, pos int, hidden []float32, nTo
 		return nil, fmt.Errorf("%w: engine for span %s", ErrClosed, s.e.span)
 	}
 
-	s.length = pos // truncate: positions >= pos are recomputed
+	s.truncate(pos)
 	s.scratch.grow(*info, nTokens)
 	s.e.ropeRows(&s.scratch, 0, pos, nTokens)
 	x := make([]float32, len(hidden))
@@ -71,8 +80,40 @@ func (s *cpuSession) check(pos int, hidden []float32, nTokens int) error {
 		return fmt.Errorf("%w: position %d, the caches hold %d (want 0..%d)", ErrPosition, pos, s.length, s.length)
 	case pos+nTokens > s.maxLength:
 		return fmt.Errorf("%w: positions %d..%d past the session's max length %d", ErrPosition, pos, pos+nTokens-1, s.maxLength)
+	case s.ring > 0 && pos > 0 && max(0, pos-s.e.info.SlidingWindow+1) < s.ringFrom():
+		from := s.ringFrom()
+		if from >= s.length {
+			return fmt.Errorf("%w: position %d attends to positions %d..%d of its sliding window, but the sliding-window caches hold none of them: a step cut short overwrote them; restart at 0",
+				ErrPosition, pos, max(0, pos-s.e.info.SlidingWindow+1), pos-1)
+		}
+		return fmt.Errorf("%w: position %d attends to positions %d..%d of its sliding window, but the sliding-window caches (%d positions: window %d + rewind allowance %d) hold only %d..%d; "+
+			"a step may go back at most %d positions before the cached length %d, or restart at 0",
+			ErrPosition, pos, max(0, pos-s.e.info.SlidingWindow+1), pos-1, s.ring, s.e.info.SlidingWindow, swarm.SlidingRewind,
+			from, s.length-1, s.length-from-s.e.info.SlidingWindow+1, s.length)
 	}
 	return nil
+}
+
+// ringFrom is the first position every ring cache still holds.
+func (s *cpuSession) ringFrom() int {
+	from := 0
+	for i := range s.caches {
+		from = max(from, s.caches[i].from)
+	}
+	return from
+}
+
+// truncate drops the positions >= pos before a step there: they are
+// recomputed, and a ring then holds min(from, pos)..pos-1 until the step
+// writes it (kvCache.store), block by block, so that a step that ctx ends
+// half-way leaves each ring's from exact.
+func (s *cpuSession) truncate(pos int) {
+	s.length = pos
+	for i := range s.caches {
+		if c := &s.caches[i]; c.ring > 0 {
+			c.from = min(c.from, pos)
+		}
+	}
 }
 
 // Len is the number of positions held in the attention caches.
@@ -84,11 +125,9 @@ func (s *cpuSession) Span() swarm.Span { return s.span }
 // MaxLength is the number of positions the caches were sized for.
 func (s *cpuSession) MaxLength() int { return s.maxLength }
 
-// CacheBytes is the attention-cache memory reserved by the session in bytes:
-// Span().Len() * Info().CacheBytes(MaxLength()).
-func (s *cpuSession) CacheBytes() int64 {
-	return int64(s.span.Len()) * s.e.info.CacheBytes(s.maxLength)
-}
+// CacheBytes is the attention-cache memory allocated by the session in
+// bytes: Info().SpanCacheBytes(Span(), MaxLength()).
+func (s *cpuSession) CacheBytes() int64 { return s.cacheBytes }
 
 // Close releases the caches; further calls return ErrClosed.
 func (s *cpuSession) Close() error {

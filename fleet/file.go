@@ -40,8 +40,11 @@ const Schema = `Fleet file (JSON; units: bytes and seconds; unknown fields are e
   {
     "model": {"blocks": 70,                    L, transformer blocks
               "block_bytes": 1.32e9,           s_m, bytes of one block
-              "cache_bytes_per_block": 8.5e6}, s_c, attention-cache bytes of
+              "cache_bytes_per_block": 8.5e6,  s_c, attention-cache bytes of
                                                one block for one session
+              "block_cache_bytes": [2.4e6, ...]}, optional: s_c of each block
+                                               (L entries, each <= s_c), less
+                                               for sliding-window blocks
     "target_sessions": 10,     R, concurrent sessions to guarantee; or instead
     "arrival_rate": 0.5,       sessions per second and
     "session_time": 160,       seconds per session: R = round(mean + std) of
@@ -77,6 +80,10 @@ type File struct {
 		// CacheBytes is s_c, the attention-cache bytes of one block for one
 		// session (required, > 0).
 		CacheBytes *float64 `json:"cache_bytes_per_block"`
+		// BlockCacheBytes is s_c of each block (optional; L entries, each
+		// whole, > 0 and <= CacheBytes): less for sliding-window blocks,
+		// which hold only their window (placement.Model.BlockCacheBytes).
+		BlockCacheBytes []float64 `json:"block_cache_bytes"`
 	} `json:"model"`
 	// TargetSessions is R, the concurrent sessions to guarantee (>= 1);
 	// give it or ArrivalRate and SessionTime, not both.
@@ -173,6 +180,13 @@ func (ff File) Fleet() (Fleet, error) {
 	}
 	if in.Model.CacheBytes, err = wholeBytes("model.cache_bytes_per_block", ff.Model.CacheBytes, true); err != nil {
 		return fl, err
+	}
+	for b, v := range ff.Model.BlockCacheBytes {
+		c, err := wholeBytes(fmt.Sprintf("model.block_cache_bytes[%d]", b), &v, true)
+		if err != nil {
+			return fl, err
+		}
+		in.Model.BlockCacheBytes = append(in.Model.BlockCacheBytes, c)
 	}
 	if err := ff.load(&fl); err != nil {
 		return fl, err

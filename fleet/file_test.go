@@ -32,6 +32,11 @@ func TestDecodeGoodFleet(t *testing.T) {
 	}
 	require.Equal(t, fleet.Fleet{Input: want, TargetSessions: 2, MaxLength: 16}, fl)
 
+	sliding := strings.Replace(goodFleet, `"cache_bytes_per_block": 10}`, `"cache_bytes_per_block": 10, "block_cache_bytes": [4, 4, 4, 10]}`, 1)
+	fl, err = fleet.Decode("fleet.json", strings.NewReader(sliding))
+	require.NoError(t, err)
+	require.Equal(t, []int64{4, 4, 4, 10}, fl.Input.Model.BlockCacheBytes)
+
 	load := strings.Replace(goodFleet, `"target_sessions": 2`, `"arrival_rate": 0.5, "session_time": 1.32e2`, 1)
 	fl, err = fleet.Decode("fleet.json", strings.NewReader(load))
 	require.NoError(t, err)
@@ -55,6 +60,9 @@ func TestDecodeErrors(t *testing.T) {
 		{"huge bytes", `"block_bytes": 100`, `"block_bytes": 1e17`, "model.block_bytes = 1e+17, want bytes in [0, 2^53]"},
 		{"zero bytes", `"block_bytes": 100`, `"block_bytes": 0`, "model.block_bytes = 0, want > 0 bytes"},
 		{"missing cache", `, "cache_bytes_per_block": 10`, ``, "model.cache_bytes_per_block is missing"},
+		{"fractional block cache", `"cache_bytes_per_block": 10}`, `"cache_bytes_per_block": 10, "block_cache_bytes": [4, 10, 4.5, 10]}`, "model.block_cache_bytes[2] = 4.5 is not a whole number of bytes"},
+		{"block cache count", `"cache_bytes_per_block": 10}`, `"cache_bytes_per_block": 10, "block_cache_bytes": [4, 10]}`, "model.block_cache_bytes has 2 entries, want one per block (4)"},
+		{"block cache above s_c", `"cache_bytes_per_block": 10}`, `"cache_bytes_per_block": 10, "block_cache_bytes": [4, 11, 4, 10]}`, "model.block_cache_bytes[1] = 11, want 1..cache_bytes_per_block (10)"},
 		{"both R sources", `"target_sessions": 2`, `"target_sessions": 2, "arrival_rate": 1, "session_time": 2`, "give either target_sessions or arrival_rate and session_time, not both"},
 		{"target sessions", `"target_sessions": 2`, `"target_sessions": 0`, "target_sessions = 0, want >= 1"},
 		{"half load", `"target_sessions": 2`, `"arrival_rate": 1`, "arrival_rate and session_time go together"},
@@ -122,7 +130,7 @@ func TestSchemaNamesEveryField(t *testing.T) {
 		}
 	}
 	walk(reflect.TypeFor[fleet.File]())
-	require.Len(t, tags, 20)
+	require.Len(t, tags, 21)
 	for _, tag := range tags {
 		require.Contains(t, fleet.Schema, `"`+tag+`"`)
 	}

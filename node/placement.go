@@ -26,8 +26,23 @@ type PlacementParams struct {
 	// guarantees to serve (paper 003 Sec. 3.3.1); at least 1.
 	Sessions int
 	// MaxLength is l^I_max + l_max in tokens, which sizes s_c =
-	// Model.CacheBytes(MaxLength) (paper 003 eq. 2); at least 1.
+	// Model.CacheBytes(MaxLength) (paper 003 eq. 2), and per block
+	// Model.BlockCacheBytes(b, MaxLength) for sliding-window blocks; at
+	// least 1.
 	MaxLength int
+}
+
+// placementModel is L, s_m and s_c of the model, with s_c per block when
+// some blocks slide (placement.Model.BlockCacheBytes).
+func (p PlacementParams) placementModel() placement.Model {
+	m := placement.Model{Blocks: p.Model.NBlocks, BlockBytes: p.Model.BlockBytes, CacheBytes: p.Model.CacheBytes(p.MaxLength)}
+	if p.Model.SlidingWindow > 0 {
+		m.BlockCacheBytes = make([]int64, p.Model.NBlocks)
+		for b := range m.BlockCacheBytes {
+			m.BlockCacheBytes[b] = p.Model.BlockCacheBytes(b, p.MaxLength)
+		}
+	}
+	return m
 }
 
 // Validate returns an error wrapping ErrBadConfig naming the first bad field.
@@ -79,11 +94,7 @@ func ChooseSpan(entries []registry.Entry, self registry.Entry, p PlacementParams
 	}
 	fixed, joiners := placedBefore(entries, self, p)
 	in := placement.Input{
-		Model: placement.Model{
-			Blocks:     p.Model.NBlocks,
-			BlockBytes: p.Model.BlockBytes,
-			CacheBytes: p.Model.CacheBytes(p.MaxLength),
-		},
+		Model:    p.placementModel(),
 		Clients:  []string{"clients"},
 		Sessions: p.Sessions,
 	}

@@ -151,3 +151,24 @@ func TestChooseSpan_Errors(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, span(0, 2), got)
 }
+
+// TestChooseSpan_SlidingBlocks gives the first server of a swarm
+// 3*s_m + 196608 bytes for R = 1 and max length 512. With a 64-token
+// sliding window on blocks 0-3 (pattern 5: block 4 global) those blocks
+// hold 64 + swarm.SlidingRewind = 128 positions (32768 bytes), so any 3
+// blocks need at most 131072 + 2*32768 = 196608 cache bytes: it takes
+// 3 blocks. With one s_c for every block (no window) the same memory
+// holds floor(741888 / (181760 + 131072)) = 2.
+func TestChooseSpan_SlidingBlocks(t *testing.T) {
+	require.Equal(t, 64, swarm.SlidingRewind, "the figures above")
+	self := entry("self", Unpublished, swarm.StateJoin, swarm.Span{}, 0, true)
+	self.Info.MemoryBytes = 3*181760 + 196608
+	gemma := stories()
+	gemma.SlidingWindow, gemma.SlidingPattern = 64, 5
+	got, err := ChooseSpan(nil, self, PlacementParams{Model: gemma, Sessions: 1, MaxLength: 512})
+	require.NoError(t, err)
+	require.Equal(t, span(0, 3), got)
+	got, err = ChooseSpan(nil, self, PlacementParams{Model: stories(), Sessions: 1, MaxLength: 512})
+	require.NoError(t, err)
+	require.Equal(t, span(0, 2), got)
+}

@@ -176,6 +176,7 @@ func (j *joiner) joinFixed() error {
 	j.span = j.cfg.Server.Blocks
 	j.base = swarm.ServerInfo{
 		Model: j.model.Name, ModelBlocks: j.model.NBlocks, Span: j.span, MemoryBytes: j.cfg.Server.MemoryBytes,
+		SlidingWindow: j.model.SlidingWindow, SlidingPattern: j.model.SlidingPattern,
 		Provider: j.cfg.Provider, ProtocolVersion: swarm.ProtocolVersion, Endpoints: j.addrs(),
 	}
 	return j.reg.Publish(j.base, swarm.StateJoin)
@@ -202,6 +203,7 @@ func (j *joiner) joinAuto(ctx context.Context) error {
 	j.base = swarm.ServerInfo{
 		Model: j.model.Name, ModelBlocks: j.model.NBlocks, Tau: probe.Tau, TauI: probe.TauI,
 		MemoryBytes: j.cfg.Server.MemoryBytes, ClientRTT: rtt, Provider: j.cfg.Provider,
+		SlidingWindow: j.model.SlidingWindow, SlidingPattern: j.model.SlidingPattern,
 		ProtocolVersion: swarm.ProtocolVersion, Endpoints: j.addrs(), Tentative: true,
 	}
 	self := registry.Entry{NodeID: j.reg.ID(), Incarnation: Unpublished, State: swarm.StateJoin, Info: j.base}

@@ -28,6 +28,8 @@ func Feasible(in Input) bool { return TotalBlocks(in) >= in.Model.Blocks }
 //
 // the largest R for which (19) guarantees (18); 0 when even that is
 // negative. (19) ignores Server.MaxBlocks; LargestFeasibleSessions is exact.
+// With s_c per block (Model.BlockCacheBytes) s_c is the largest, CacheBytes:
+// the guarantee still holds, since no m blocks need more than m*CacheBytes.
 func MaxSessions(in Input) int {
 	var sum int64
 	for _, s := range in.Servers {
@@ -55,7 +57,7 @@ func LargestFeasibleSessions(in Input) int {
 	for _, s := range in.Servers {
 		maxMem = max(maxMem, s.MemoryBytes)
 	}
-	lo, hi := 1, int(min(maxMem/in.Model.CacheBytes+1, math.MaxInt32)) // ok(lo), !ok(hi)
+	lo, hi := 1, int(min(maxMem/in.Model.minCacheBytes()+1, math.MaxInt32)) // ok(lo), !ok(hi)
 	for hi-lo > 1 {
 		mid := lo + (hi-lo)/2
 		if ok(mid) {

@@ -16,17 +16,11 @@ func ConservativeBlocks(in Input, j int) int {
 	return in.capBlocks(j, blocksFor(in.Servers[j].MemoryBytes, in.Model, int64(in.Sessions)))
 }
 
-// blocksFor is floor(M / (s_m + s_c r)) without overflow.
-func blocksFor(memory int64, m Model, r int64) int64 {
-	if r > 0 && m.CacheBytes > (math.MaxInt64-m.BlockBytes)/r {
-		return 0
-	}
-	return memory / (m.BlockBytes + m.CacheBytes*r)
-}
-
 // Capacity returns f_j of eq. (15): floor((M_j - s_m m) / (s_c m)), the
-// number of sessions server j can hold when each uses all m of its blocks.
-// It returns 0 for m <= 0 or when the blocks alone do not fit.
+// number of sessions server j can hold when each uses all m of its blocks;
+// with s_c per block, s_c m is Model.WindowCacheBytes(m), the m blocks
+// that need the most. It returns 0 for m <= 0 or when the blocks alone do
+// not fit.
 func Capacity(in Input, j, m int) int {
 	if m <= 0 {
 		return 0
@@ -35,18 +29,23 @@ func Capacity(in Input, j, m int) int {
 	if free <= 0 {
 		return 0
 	}
-	return int(free / (in.Model.CacheBytes * int64(m)))
+	return int(free / in.Model.WindowCacheBytes(m))
 }
 
 // CacheSlots returns floor((M_j - s_m m) / s_c), the number of block
 // attention caches server j can hold next to m blocks: the capacity term of
-// the waiting time (20). It returns 0 when the blocks alone do not fit.
+// the waiting time (20). With s_c per block, s_c is the mean over the m
+// blocks that need the most (WindowCacheBytes(m) / m), so m slots are one
+// session over them. It returns 0 when the blocks alone do not fit.
 func CacheSlots(in Input, j, m int) int {
 	free := in.Servers[j].MemoryBytes - in.Model.BlockBytes*int64(max(m, 0))
 	if free <= 0 {
 		return 0
 	}
-	return int(free / in.Model.CacheBytes)
+	if m <= 0 || in.Model.BlockCacheBytes == nil {
+		return int(free / in.Model.CacheBytes)
+	}
+	return slotsFor(free, min(m, in.Model.Blocks), in.Model.WindowCacheBytes(m))
 }
 
 // Amortized returns t~_j of eq. (14), tau_j + t*_j / m with

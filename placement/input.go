@@ -58,6 +58,14 @@ type Model struct {
 	// CacheBytes is s_c, the attention-cache bytes one block needs for one
 	// session of l^I_max + l_max tokens (eq. 2).
 	CacheBytes int64 `json:"cache_bytes_per_block"`
+	// BlockCacheBytes, when not nil, is s_c(b) for every block b [Blocks],
+	// in bytes: eq. (2) with an attention-cache size per block, for a model
+	// whose sliding-window blocks hold only their window
+	// (swarm.ModelInfo.BlockCacheBytes). Each is in [1, CacheBytes], and
+	// CacheBytes is then the largest, a global block's. nil means CacheBytes
+	// for every block. Formulas that count m blocks without knowing which
+	// count the m consecutive blocks that need the most (WindowCacheBytes).
+	BlockCacheBytes []int64 `json:"block_cache_bytes,omitempty"`
 }
 
 // Server is one server as placement sees it. RTT and RTTPrefill are indexed
@@ -165,6 +173,8 @@ func (in Input) Validate() error {
 		return bad("model.block_bytes = %d, want > 0", in.Model.BlockBytes)
 	case in.Model.CacheBytes <= 0:
 		return bad("model.cache_bytes_per_block = %d, want > 0", in.Model.CacheBytes)
+	case in.Model.BlockCacheBytes != nil && len(in.Model.BlockCacheBytes) != in.Model.Blocks:
+		return bad("model.block_cache_bytes has %d entries, want one per block (%d)", len(in.Model.BlockCacheBytes), in.Model.Blocks)
 	case in.Sessions < 1:
 		return bad("target sessions R = %d, want >= 1", in.Sessions)
 	case len(in.Servers) == 0:
@@ -175,6 +185,11 @@ func (in Input) Validate() error {
 		return bad("petals.cache_bytes_per_block = %d, want >= 0", in.Petals.CacheBytesPerBlock)
 	case in.Petals.ReservedBytes < 0:
 		return bad("petals.reserved_bytes = %d, want >= 0", in.Petals.ReservedBytes)
+	}
+	for b, c := range in.Model.BlockCacheBytes {
+		if c < 1 || c > in.Model.CacheBytes {
+			return bad("model.block_cache_bytes[%d] = %d, want 1..cache_bytes_per_block (%d)", b, c, in.Model.CacheBytes)
+		}
 	}
 	nc := len(in.Clients)
 	for j, s := range in.Servers {

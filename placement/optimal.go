@@ -240,6 +240,9 @@ func (s *optSearch) route(spans []swarm.Span, bound float64) (float64, bool) {
 			return 0, false
 		}
 		slots[j] = int(free / s.in.Model.CacheBytes)
+		if s.in.Model.BlockCacheBytes != nil && !sp.Empty() {
+			slots[j] = slotsFor(free, sp.Len(), s.in.Model.SpanCacheBytes(sp))
+		}
 	}
 	all := make([][]path, len(s.demand))
 	lower := 0.0 // sum of every session's cheapest chain, ignoring memory

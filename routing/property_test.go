@@ -252,3 +252,26 @@ func TestFromServerInfo(t *testing.T) {
 	info.CacheBytesCapacity, info.CacheBytesPerToken = 750, 0
 	require.Equal(t, routing.UnlimitedCache, routing.FromServerInfo(info, 100, 20, 0.05, 0.2, 7).CacheSlots)
 }
+
+// TestFromServerInfoSliding counts a server's cache slots per block when
+// its span holds sliding-window blocks (eq. 2 with s_c per block): blocks
+// 2 and 4 of span [2, 6) slide (pattern 2) with a window of 36, so for
+// sessions of 200 tokens they hold 36 + swarm.SlidingRewind = 100
+// positions. One session over the span needs 2 bytes * (200+100+200+100)
+// = 1200 bytes; 3750 bytes hold 3 such sessions (12 block caches, 150
+// bytes spare). Counting every block as full (2 * 200 bytes) would give 9
+// slots, 2 sessions.
+func TestFromServerInfoSliding(t *testing.T) {
+	require.Equal(t, 64, swarm.SlidingRewind, "the figures below")
+	info := swarm.ServerInfo{
+		ID: "gemma", Span: swarm.Span{Start: 2, End: 6}, CacheBytesCapacity: 3*1200 + 150, CacheBytesPerToken: 2,
+		SlidingWindow: 36, SlidingPattern: 2,
+	}
+	require.Equal(t, int64(1200), info.CacheBytes(info.Span, 200))
+	require.Equal(t, 12, routing.FromServerInfo(info, 200, 1, 0, 0, 0).CacheSlots)
+	// Sessions of at most 100 tokens gain nothing: 4 blocks * 2 * 100.
+	require.Equal(t, 3750/200, routing.FromServerInfo(info, 100, 1, 0, 0, 0).CacheSlots)
+	// An older server advertises no window: every block counts as full.
+	info.SlidingWindow, info.SlidingPattern = 0, 0
+	require.Equal(t, 9, routing.FromServerInfo(info, 200, 1, 0, 0, 0).CacheSlots)
+}

@@ -268,12 +268,15 @@ func validate(servers []Server, req Request) error {
 //   - CacheSlots = floor(C_j / s_c) (eq. 20), with C_j =
 //     info.CacheBytesCapacity, the server's M_j - s_m m_j as the server
 //     computes it for its own weights (its dtype, its quantization), and
-//     s_c = info.CacheBytesPerToken * maxLength, its own attention-cache
-//     bytes per block for a session of maxLength tokens (l^I_max + l_max);
-//     the client's copy of the model plays no part, so a Q8_0 or GPU server
-//     is routed by its own memory. UnlimitedCache for a full-range replica
-//     (it admits sessions itself) or a server that advertises neither
-//     figure;
+//     s_c its own attention-cache bytes per block for a session of
+//     maxLength tokens (l^I_max + l_max): the mean over its span of the
+//     per-block bytes, info.CacheBytes(info.Span, maxLength) / m_j, which
+//     is info.CacheBytesPerToken * maxLength when no block slides and less
+//     when some hold only their window (Gemma 3, Mistral v0.1), so that
+//     m_j slots are exactly one session over the whole span. The client's
+//     copy of the model plays no part, so a Q8_0 or GPU server is routed by
+//     its own memory. UnlimitedCache for a full-range replica (it admits
+//     sessions itself) or a server that advertises neither figure;
 //   - TauPrefill = info.TauI.At(inputLength) (tau^I_j(l^I_max));
 //   - RTT and RTTPrefill are this client's measurements, in seconds;
 //   - asOf is when the client read info.Sessions, in seconds on the clock
@@ -290,9 +293,14 @@ func FromServerInfo(info swarm.ServerInfo, maxLength, inputLength int, rtt, rttP
 		Sessions:   info.Sessions,
 		AsOf:       asOf,
 	}
-	cache := info.CacheBytesPerToken * int64(maxLength)
+	m := int64(info.Span.Len())
+	cache := info.CacheBytes(info.Span, maxLength) // s_c * m_j
 	if !info.FullRange && info.CacheBytesCapacity > 0 && cache > 0 {
-		s.CacheSlots = int(info.CacheBytesCapacity / cache)
+		if info.CacheBytesCapacity > math.MaxInt64/m {
+			s.CacheSlots = int(info.CacheBytesCapacity / (cache / m))
+		} else {
+			s.CacheSlots = int(info.CacheBytesCapacity * m / cache)
+		}
 	}
 	return s
 }

@@ -24,7 +24,7 @@ import (
 
 // measureSchema versions the cache file layout and the measuring method;
 // bump it when either changes so old entries are ignored.
-const measureSchema = 3
+const measureSchema = 4
 
 // Measuring parameters: decodeSteps single-token steps at positions spread
 // evenly over the first decodeWindow positions (their median divided by the
@@ -232,10 +232,12 @@ func measure(ctx context.Context, e blocks.Engine) (timing, error) {
 		return time.Since(start).Seconds(), err
 	}
 
-	// Decode: fill the cache with window-1 positions (this also warms up),
-	// then step single tokens at decreasing positions: each step truncates
-	// the cache to its position, so every step sees a cache of exactly
-	// that many earlier positions.
+	// Decode: warm up with a prefill of window-1 positions, then step
+	// single tokens at increasing positions, each after an untimed prefill
+	// from the previous step up to its position (the first from 0), so
+	// every step sees a cache of exactly that many earlier positions and no
+	// step goes back: sliding-window blocks keep only their window plus
+	// swarm.SlidingRewind positions.
 	history := window - 1
 	if history > 0 {
 		if _, err := forward(0, history); err != nil {
@@ -243,20 +245,26 @@ func measure(ctx context.Context, e blocks.Engine) (timing, error) {
 		}
 	}
 	var positions []int
-	for i := decodeSteps; i >= 1; i-- {
+	for i := 1; i <= decodeSteps; i++ {
 		if p := i * history / decodeSteps; len(positions) == 0 || p != positions[len(positions)-1] {
 			positions = append(positions, p)
 		}
 	}
 	dec := make([]float64, 0, len(positions))
+	next := 0 // the first position not yet computed since the warm-up
 	for _, p := range positions {
+		if p > next {
+			if _, err := forward(next, p-next); err != nil {
+				return timing{}, fmt.Errorf("%w: %w", ErrMeasure, err)
+			}
+		}
 		s, err := forward(p, 1)
 		if err != nil {
 			return timing{}, fmt.Errorf("%w: %w", ErrMeasure, err)
 		}
 		dec = append(dec, s)
+		next = p + 1
 	}
-	slices.Reverse(positions)
 	m := float64(span.Len())
 	tau := median(dec) / m
 

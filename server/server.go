@@ -98,7 +98,7 @@ func newServer(ctx context.Context, cfg Config, log *slog.Logger, engine blocks.
 	}
 	memory := cfg.MemoryBytes
 	if memory == 0 {
-		memory = engine.WeightBytes() + DefaultMemorySessions*int64(cfg.Blocks.Len())*info.CacheBytes(maxLength)
+		memory = engine.WeightBytes() + DefaultMemorySessions*info.SpanCacheBytes(cfg.Blocks, maxLength)
 	}
 	adm, err := admission.New(admission.Config{
 		Model: info, Span: cfg.Blocks, WeightBytes: engine.WeightBytes(),
@@ -171,6 +171,7 @@ func (s *Server) Info() api.Info {
 			ID: id, Model: s.info.Name, Span: s.cfg.Blocks, ModelBlocks: s.info.NBlocks,
 			Tau: s.timing.Tau, TauI: s.timing.TauI, TauBatch: s.timing.TauBatch,
 			MemoryBytes: s.memory, CacheBytesCapacity: s.adm.CacheBudget(), CacheBytesPerToken: s.info.CacheBytesPerToken,
+			SlidingWindow: s.info.SlidingWindow, SlidingPattern: s.info.SlidingPattern,
 			CacheBytesFree: snap.CacheBytesFree,
 			Sessions:       snap.Loads(), Endpoints: endpoints, ProtocolVersion: swarm.ProtocolVersion,
 		},

@@ -53,6 +53,8 @@ func (f *Fleet) Validate() error {
 		return bad("model blocks L = %d, want > 0", f.Model.Blocks)
 	case f.Model.BlockBytes <= 0 || f.Model.CacheBytesPerToken <= 0:
 		return bad("model block bytes %d and cache bytes per token %d, want > 0", f.Model.BlockBytes, f.Model.CacheBytesPerToken)
+	case f.Model.SlidingWindow < 0 || f.Model.SlidingPattern < 0:
+		return bad("model sliding window %d and pattern %d, want >= 0", f.Model.SlidingWindow, f.Model.SlidingPattern)
 	case len(f.Servers) == 0:
 		return bad("no servers")
 	case len(f.ClientRTT) != len(f.Servers):
@@ -111,6 +113,8 @@ func (f *Fleet) placementInput(w Workload, r int, order []int) placement.Input {
 			Blocks:     f.Model.Blocks,
 			BlockBytes: f.Model.BlockBytes,
 			CacheBytes: f.Model.CacheBytes(w.InputTokens, w.OutputTokens),
+			// s_c per block when some blocks slide (eq. 2 per block).
+			BlockCacheBytes: f.Model.BlockCacheBytes(w.InputTokens, w.OutputTokens),
 		},
 		Clients:  []string{"client"},
 		Sessions: r,

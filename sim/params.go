@@ -24,11 +24,33 @@ type ModelSpec struct {
 	// token of one session: 2 * d_model * dtype_bytes for models without GQA
 	// (paper 003 Sec. 2.2), so s_c = CacheBytesPerToken * (lI + l_max).
 	CacheBytesPerToken int64 `json:"cache_bytes_per_token"`
+	// SlidingWindow and SlidingPattern describe sliding-window blocks as in
+	// swarm.ModelInfo (Gemma 3: a window in tokens, and every
+	// SlidingPattern-th block global): those blocks hold only
+	// swarm.ModelInfo.CacheTokens positions of cache. 0 for none.
+	SlidingWindow  int `json:"sliding_window,omitempty"`
+	SlidingPattern int `json:"sliding_pattern,omitempty"`
 }
 
-// CacheBytes returns s_c for sessions of lI input and lMax output tokens.
+// CacheBytes returns s_c for sessions of lI input and lMax output tokens:
+// a global block's (every block's without sliding windows).
 func (m ModelSpec) CacheBytes(lI, lMax int) int64 {
 	return m.CacheBytesPerToken * int64(lI+lMax)
+}
+
+// BlockCacheBytes returns s_c(b) of every block for sessions of lI input
+// and lMax output tokens (swarm.ModelInfo.BlockCacheBytes), [Blocks]; nil
+// without sliding windows (one s_c for every block).
+func (m ModelSpec) BlockCacheBytes(lI, lMax int) []int64 {
+	if m.SlidingWindow <= 0 {
+		return nil
+	}
+	info := swarm.ModelInfo{CacheBytesPerToken: m.CacheBytesPerToken, SlidingWindow: m.SlidingWindow, SlidingPattern: m.SlidingPattern}
+	out := make([]int64, m.Blocks)
+	for b := range out {
+		out[b] = info.BlockCacheBytes(b, lI+lMax)
+	}
+	return out
 }
 
 // BLOOM176B returns the model of paper 003's evaluation: BLOOM-176B with

@@ -11,7 +11,8 @@ import (
 // TestSlidingCacheBytes checks which blocks slide and how many cache bytes
 // they need: a Gemma 3 style pattern of 6 (blocks 5, 11, ... global), a
 // Mistral v0.1 style window on every block (pattern 0) and a model
-// without a window. 100 bytes per token per block throughout.
+// without a window. 100 bytes per token per block throughout; sliding
+// blocks hold window + swarm.SlidingRewind (64) positions.
 func TestSlidingCacheBytes(t *testing.T) {
 	gemma := swarm.ModelInfo{CacheBytesPerToken: 100, SlidingWindow: 512, SlidingPattern: 6, NBlocks: 12}
 	mistral := swarm.ModelInfo{CacheBytesPerToken: 100, SlidingWindow: 4096, NBlocks: 4}
@@ -24,14 +25,17 @@ func TestSlidingCacheBytes(t *testing.T) {
 		sliding   bool
 		want      int64
 	}{
-		{"gemma first local", gemma, 0, 2048, true, 51200},
-		{"gemma last local before global", gemma, 4, 2048, true, 51200},
+		{"gemma first local", gemma, 0, 2048, true, 57600},
+		{"gemma last local before global", gemma, 4, 2048, true, 57600},
 		{"gemma global", gemma, 5, 2048, false, 204800},
-		{"gemma local after global", gemma, 6, 2048, true, 51200},
+		{"gemma local after global", gemma, 6, 2048, true, 57600},
 		{"gemma second global", gemma, 11, 2048, false, 204800},
 		{"gemma local shorter than window", gemma, 0, 100, true, 10000},
 		{"gemma local exactly window", gemma, 1, 512, true, 51200},
-		{"mistral all sliding", mistral, 3, 10000, true, 409600},
+		{"gemma local inside the rewind allowance", gemma, 1, 550, true, 55000},
+		{"gemma local window plus allowance", gemma, 1, 576, true, 57600},
+		{"gemma local just past it", gemma, 1, 577, true, 57600},
+		{"mistral all sliding", mistral, 3, 10000, true, 416000},
 		{"mistral short session", mistral, 0, 10, true, 1000},
 		{"llama no window", llama, 2, 10000, false, 1000000},
 	} {
@@ -47,10 +51,10 @@ func TestSlidingCacheBytes(t *testing.T) {
 		maxLength int
 		want      int64
 	}{
-		// 5 local blocks of 512 tokens + 1 global of 2048.
-		{"gemma first six", gemma, swarm.Span{Start: 0, End: 6}, 2048, 5*51200 + 204800},
-		{"gemma globals only straddled", gemma, swarm.Span{Start: 5, End: 7}, 2048, 204800 + 51200},
-		{"gemma whole", gemma, gemma.Blocks(), 1000, 10*51200 + 2*100000},
+		// 5 local blocks of 512 + 64 tokens + 1 global of 2048.
+		{"gemma first six", gemma, swarm.Span{Start: 0, End: 6}, 2048, 5*57600 + 204800},
+		{"gemma globals only straddled", gemma, swarm.Span{Start: 5, End: 7}, 2048, 204800 + 57600},
+		{"gemma whole", gemma, gemma.Blocks(), 1000, 10*57600 + 2*100000},
 		{"gemma short sessions equal full", gemma, gemma.Blocks(), 300, 12 * 30000},
 		{"llama span", llama, swarm.Span{Start: 1, End: 3}, 7, 1400},
 		{"empty span", llama, swarm.Span{Start: 2, End: 2}, 7, 0},

@@ -131,6 +131,15 @@ type ServerInfo struct {
 	// not advertised. With CacheBytesCapacity it gives the cache slots a
 	// router counts (eq. 20) without trusting the client's copy of the model.
 	CacheBytesPerToken int64 `json:"cache_bytes_per_token,omitempty"`
+	// SlidingWindow and SlidingPattern are the model's sliding-window
+	// attention as this server computes it (ModelInfo fields of the same
+	// names): its sliding-window blocks hold only
+	// ModelInfo.CacheTokens(b, maxLength) positions of cache, so a router
+	// counts a session's bytes per block (routing.FromServerInfo; paper 003
+	// eq. 2 with s_c per block). 0 for a model without sliding windows, and
+	// from older servers, whose every block then counts as full.
+	SlidingWindow  int `json:"sliding_window,omitempty"`
+	SlidingPattern int `json:"sliding_pattern,omitempty"`
 	// CacheBytesFree is the attention-cache memory not held by open sessions.
 	CacheBytesFree int64 `json:"cache_bytes_free"`
 	// Sessions lists the open sessions' load (paper 003 eq. 20).
@@ -154,6 +163,16 @@ type ServerInfo struct {
 	// final span (Tentative false) before loading it. Always false for a
 	// fixed span.
 	Tentative bool `json:"tentative,omitempty"`
+}
+
+// CacheBytes returns the attention-cache bytes this server needs for one
+// session of maxLength tokens over the blocks of span (inside its Span),
+// from what it advertises: sum over b of CacheBytesPerToken *
+// CacheTokens(b, maxLength) (ModelInfo.SpanCacheBytes). 0 when it
+// advertises no CacheBytesPerToken.
+func (s ServerInfo) CacheBytes(span Span, maxLength int) int64 {
+	m := ModelInfo{CacheBytesPerToken: s.CacheBytesPerToken, SlidingWindow: s.SlidingWindow, SlidingPattern: s.SlidingPattern}
+	return m.SpanCacheBytes(span, maxLength)
 }
 
 // String is a short human-readable description, for logs.

@@ -31,7 +31,8 @@ var (
 // Config describes the server's memory. It maps to the flags of
 // `swarm serve`: --memory, --max-sessions, and the model and span served.
 type Config struct {
-	// Model gives s_c: Model.CacheBytes(maxLength) bytes per block per session.
+	// Model gives s_c per block: Model.BlockCacheBytes(b, maxLength) bytes
+	// per session (less for sliding-window blocks).
 	Model swarm.ModelInfo
 	// Span is the blocks the server hosts (m = Span.Len()); requests must
 	// process a sub-span of it.
@@ -86,7 +87,7 @@ type Request struct {
 	// Span.Len()); it must lie inside Config.Span.
 	Span swarm.Span
 	// MaxLength is the most tokens the session holds (lI_max + l_max), which
-	// sizes its caches: Span.Len() * Model.CacheBytes(MaxLength) bytes.
+	// sizes its caches: Model.SpanCacheBytes(Span, MaxLength) bytes.
 	MaxLength int
 	// AllocTimeout is the longest the request waits for room; 0 fails at once
 	// with ErrTimeout when there is no room now.
@@ -174,7 +175,7 @@ func (c *Controller) Cost(req Request) (int64, error) {
 	if req.AllocTimeout < 0 {
 		return 0, fmt.Errorf("%w: alloc_timeout %v, want >= 0", ErrBadRequest, req.AllocTimeout)
 	}
-	return int64(req.Span.Len()) * c.cfg.Model.CacheBytes(req.MaxLength), nil
+	return c.cfg.Model.SpanCacheBytes(req.Span, req.MaxLength), nil
 }
 
 // Acquire reserves the caches of req, waiting in FIFO order for up to

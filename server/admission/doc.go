@@ -3,10 +3,12 @@
 // 003 eq. (2). A server holding m blocks of s_m bytes each within M bytes of
 // memory admits sessions while
 //
-//	s_m*m + sum over open sessions r of k_r * s_c(max_length_r) <= M      (2)
+//	s_m*m + sum over open sessions r of sum_{b in span_r} s_c(b, max_length_r) <= M      (2)
 //
-// where k_r is the number of blocks the server processes for r and s_c is
-// swarm.ModelInfo.CacheBytes(max_length), optionally also capped at a number
+// where span_r is the blocks the server processes for r and s_c(b, l) is
+// swarm.ModelInfo.BlockCacheBytes(b, l): CacheBytes(l) for a full-attention
+// block, less for a sliding-window block (the paper's k_r * s_c when every
+// block is global), optionally also capped at a number
 // of open sessions. A session that does not fit waits in a FIFO queue for up
 // to its alloc_timeout; one that can never fit is refused at once
 // (ErrNeverFits). The wait is observable: each waiter's position and an

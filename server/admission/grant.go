@@ -38,8 +38,8 @@ func (g *Grant) SetRemaining(seconds float64) {
 	g.setAtLocked = time.Now()
 }
 
-// CacheBytes is the attention-cache bytes reserved: Span.Len() *
-// Model.CacheBytes(MaxLength).
+// CacheBytes is the attention-cache bytes reserved:
+// Model.SpanCacheBytes(Span, MaxLength).
 func (g *Grant) CacheBytes() int64 { return g.bytes }
 
 // Waited is how long the request waited in the queue before admission.

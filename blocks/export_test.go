@@ -1,0 +1,17 @@
+package blocks
+
+// UseFullCaches makes e's new sessions give sliding-window blocks
+// full-length caches, read in place, instead of ring caches: the
+// computation before ring caches existed, for tests to compare against.
+// e must be an Engine of this package.
+func UseFullCaches(e Engine) { e.(*cpuEngine).fullCaches = true }
+
+// AllocatedCacheBytes is the bytes of the key and value slices a session
+// of this package holds.
+func AllocatedCacheBytes(s Session) int64 {
+	var n int64
+	for _, c := range s.(*cpuSession).caches {
+		n += 4 * int64(len(c.k)+len(c.v))
+	}
+	return n
+}
