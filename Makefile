@@ -4,16 +4,23 @@ BIN     ?= bin/swarm
 PKGS    ?= ./...
 TIMEOUT ?= 25m
 
-.PHONY: all build test vet fmt-check demo bench fuzz tidy clean
+.PHONY: all build test vet fmt-check cross demo bench fuzz tidy clean
 
 all: build
 
 build:
 	CGO_ENABLED=0 $(GO) build -o $(BIN) ./cmd/swarm
 
-# The tests: formatting, vet, then every package with the race detector.
-test: fmt-check vet
+# The tests: formatting, vet, the other platforms build, then every package
+# with the race detector.
+test: fmt-check vet cross
 	$(GO) test -race -timeout $(TIMEOUT) $(PKGS)
+
+# Windows and macOS must build (what they lack, e.g. process groups for a
+# supervised engine, degrades or refuses clearly at run time).
+cross:
+	GOOS=windows GOARCH=amd64 CGO_ENABLED=0 $(GO) build -o /dev/null ./cmd/swarm
+	GOOS=darwin GOARCH=arm64 CGO_ENABLED=0 $(GO) build -o /dev/null ./cmd/swarm
 
 vet:
 	$(GO) vet $(PKGS)

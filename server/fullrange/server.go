@@ -17,7 +17,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/swarmllm/swarm/api"
@@ -386,12 +385,11 @@ func (s *Server) Close() error {
 		return nil
 	default:
 	}
-	pgid := s.child.Process.Pid
-	_ = syscall.Kill(-pgid, syscall.SIGTERM)
+	terminateGroup(s.child.Process)
 	select {
 	case <-s.childDone:
 	case <-time.After(10 * time.Second):
-		_ = syscall.Kill(-pgid, syscall.SIGKILL)
+		killGroup(s.child.Process)
 		<-s.childDone
 	}
 	if s.childErr != nil && !errors.As(s.childErr, new(*exec.ExitError)) {
