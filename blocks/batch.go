@@ -59,7 +59,7 @@ func (e *cpuEngine) ForwardBatch(ctx context.Context, steps []Step) []StepResult
 		return res
 	}
 	info := &e.info
-	d, half := info.DModel, info.HeadDim/2
+	d := info.DModel
 	x := make([]float32, total*d)
 	for _, r := range rows {
 		r.s.length = r.pos // truncate: positions >= pos are recomputed
@@ -91,10 +91,7 @@ func (e *cpuEngine) ForwardBatch(ctx context.Context, steps []Step) []StepResult
 			return res
 		}
 		for _, g := range segs {
-			for t := range g.n {
-				p := g.pos + t
-				e.rope.table(p, sc.cos[(g.off+t)*half:(g.off+t+1)*half], sc.sin[(g.off+t)*half:(g.off+t+1)*half])
-			}
+			e.ropeRows(sc, g.off, g.pos, g.n)
 		}
 		l := e.layers[b-e.span.Start]
 		if n == total {

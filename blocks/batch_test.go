@@ -36,11 +36,26 @@ type batchCase struct {
 // prompt lengths and decode steps, first each alone through Session.Forward,
 // then all together through ForwardBatch (prefill chunks mixed with decode
 // steps of the others, in batches whose composition changes every step),
-// and requires every output bit for bit equal, for every weight dtype.
+// and requires every output bit for bit equal, for every weight dtype and
+// every architecture (gemma3's sliding blocks with a window shorter than
+// the sessions).
 func TestForwardBatchBitIdentical(t *testing.T) {
+	type tc struct {
+		arch string
+		dt   swarm.DType
+	}
+	var tcs []tc
 	for _, dt := range []swarm.DType{swarm.DTypeF32, swarm.DTypeF16, swarm.DTypeBF16, swarm.DTypeQ8_0} {
-		t.Run(dt.String(), func(t *testing.T) {
+		tcs = append(tcs, tc{synth.ArchLlama, dt})
+	}
+	for _, arch := range synth.Archs[1:] {
+		tcs = append(tcs, tc{arch, swarm.DTypeF16}, tc{arch, swarm.DTypeQ8_0})
+	}
+	for _, tc := range tcs {
+		dt := tc.dt
+		t.Run(tc.arch+"/"+dt.String(), func(t *testing.T) {
 			c := smallConfig(dt)
+			c.Arch = tc.arch
 			c.Dim, c.FFN, c.Heads, c.KVHeads = 64, 160, 4, 2 // q8_0 needs multiples of 32; grouped-query attention
 			path := filepath.Join(t.TempDir(), "model.gguf")
 			require.NoError(t, synth.WriteGGUF(path, c))

@@ -79,7 +79,7 @@ func benchEngine(b *testing.B, info swarm.ModelInfo, dt swarm.DType) *cpuEngine 
 	}
 	info.DType = dt
 	info.BlockBytes = l.bytes()
-	e, err := newEngine(info, swarm.Span{Start: 0, End: 1}, []*layer{l}, nil)
+	e, err := newEngine(info, archParams{}, swarm.Span{Start: 0, End: 1}, []*layer{l}, nil)
 	if err != nil {
 		b.Fatal(err)
 	}

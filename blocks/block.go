@@ -6,21 +6,46 @@ import (
 	"github.com/swarmllm/swarm/swarm"
 )
 
-// layer is the weights of one transformer block (Llama: pre-norm attention
-// and SwiGLU feed-forward, each with a residual connection).
+// layer is the weights of one transformer block: pre-norm attention and a
+// gated feed-forward, each with a residual connection (Llama), plus the
+// optional tensors some architectures add (nil when absent): q/k/v biases
+// (Qwen2), per-head q/k RMSNorm (Qwen3, Gemma 3), and RMSNorms of the
+// attention and feed-forward outputs before their residual adds (Gemma 3).
+// q/k rows, biases and norms are in adjacent-pair RoPE order.
 type layer struct {
-	attnNorm []float32 // [DModel] RMSNorm weight before attention
-	wq       *matrix   // [NHeads*HeadDim, DModel]
-	wk       *matrix   // [NKVHeads*HeadDim, DModel]
-	wv       *matrix   // [NKVHeads*HeadDim, DModel]
-	wo       *matrix   // [DModel, NHeads*HeadDim]
-	ffnNorm  []float32 // [DModel] RMSNorm weight before the feed-forward
-	w1       *matrix   // gate [FFNDim, DModel]
-	w2       *matrix   // down [DModel, FFNDim]
-	w3       *matrix   // up [FFNDim, DModel]
+	attnNorm     []float32 // [DModel] RMSNorm weight before attention
+	wq           *matrix   // [NHeads*HeadDim, DModel]
+	wk           *matrix   // [NKVHeads*HeadDim, DModel]
+	wv           *matrix   // [NKVHeads*HeadDim, DModel]
+	wo           *matrix   // [DModel, NHeads*HeadDim]
+	bq, bk, bv   []float32 // [NHeads*HeadDim], [NKVHeads*HeadDim] x2, or nil
+	qNorm, kNorm []float32 // [HeadDim] per-head RMSNorm weights, or nil
+	postAttnNorm []float32 // [DModel] RMSNorm of the attention output, or nil
+	ffnNorm      []float32 // [DModel] RMSNorm weight before the feed-forward
+	w1           *matrix   // gate [FFNDim, DModel]
+	w2           *matrix   // down [DModel, FFNDim]
+	w3           *matrix   // up [FFNDim, DModel]
+	postFFNNorm  []float32 // [DModel] RMSNorm of the feed-forward output, or nil
+	// sliding marks a sliding-window block (ModelInfo.IsSliding): it
+	// attends to the last SlidingWindow positions only, with the engine's
+	// local RoPE.
+	sliding bool
 	// stored is the block's weight bytes as stored in the model file, s_m
 	// (paper 003 eq. 2); 0 means "as held in memory" (norms as float32).
 	stored int64
+}
+
+// matrices maps the matrix slots to the layer's fields (nil elsewhere).
+func (l *layer) matrices() [nBlockTensors]**matrix {
+	return [nBlockTensors]**matrix{tWQ: &l.wq, tWK: &l.wk, tWV: &l.wv, tWO: &l.wo, tW1: &l.w1, tW2: &l.w2, tW3: &l.w3}
+}
+
+// vectors maps the vector slots to the layer's fields (nil elsewhere).
+func (l *layer) vectors() [nBlockTensors]*[]float32 {
+	return [nBlockTensors]*[]float32{
+		tAttnNorm: &l.attnNorm, tBQ: &l.bq, tBK: &l.bk, tBV: &l.bv, tQNorm: &l.qNorm, tKNorm: &l.kNorm,
+		tPostAttnNorm: &l.postAttnNorm, tFFNNorm: &l.ffnNorm, tPostFFNNorm: &l.postFFNNorm,
+	}
 }
 
 // bytes is the block's weight bytes: as stored in the file when known,
@@ -29,9 +54,16 @@ func (l *layer) bytes() int64 {
 	if l.stored > 0 {
 		return l.stored
 	}
-	n := 4 * int64(len(l.attnNorm)+len(l.ffnNorm))
-	for _, m := range []*matrix{l.wq, l.wk, l.wv, l.wo, l.w1, l.w2, l.w3} {
-		n += m.bytes()
+	var n int64
+	for _, v := range l.vectors() {
+		if v != nil {
+			n += 4 * int64(len(*v))
+		}
+	}
+	for _, m := range l.matrices() {
+		if m != nil && *m != nil {
+			n += (*m).bytes()
+		}
 	}
 	return n
 }
@@ -50,6 +82,9 @@ type scratch struct {
 	k, v     []float32 // [n, NKVHeads*HeadDim]
 	hb, up   []float32 // [n, FFNDim]
 	cos, sin []float32 // [n, HeadDim/2]
+	// cosL, sinL are the angles of the local RoPE of sliding blocks
+	// [n, HeadDim/2], filled only when it differs (cpuEngine.local).
+	cosL, sinL []float32
 }
 
 func (s *scratch) grow(info swarm.ModelInfo, n int) {
@@ -68,6 +103,8 @@ func (s *scratch) grow(info swarm.ModelInfo, n int) {
 	s.up = make([]float32, n*info.FFNDim)
 	s.cos = make([]float32, n*info.HeadDim/2)
 	s.sin = make([]float32, n*info.HeadDim/2)
+	s.cosL = make([]float32, n*info.HeadDim/2)
+	s.sinL = make([]float32, n*info.HeadDim/2)
 }
 
 // seg is one session's run of rows in a batch: n tokens at positions
@@ -80,25 +117,45 @@ type seg struct {
 
 // forwardBlock runs hidden states x [n, DModel] through one block in place.
 // The rows belong to the sessions in segs (each appends its tokens to its own
-// cache, which must already hold positions 0..pos-1); s.cos/s.sin hold the
-// RoPE angles of every row. The matrix products span all rows at once (one
-// pass over the weights for the whole batch); a row's result depends only on
-// that row and its own session's cache, never on the other rows, so a
-// session's output is bit for bit the same alone or in any batch.
+// cache, which must already hold positions 0..pos-1); s.cos/s.sin (and
+// s.cosL/s.sinL for a sliding block with its own RoPE) hold the RoPE angles
+// of every row. The matrix products span all rows at once (one pass over
+// the weights for the whole batch); a row's result depends only on that row
+// and its own session's cache, never on the other rows, so a session's
+// output is bit for bit the same alone or in any batch.
 func (e *cpuEngine) forwardBlock(l *layer, segs []seg, s *scratch, x []float32, n int) {
 	info := &e.info
 	d, hd := info.DModel, info.HeadDim
 	qDim, kvDim := info.NHeads*hd, info.NKVHeads*hd
 	eps := float32(info.NormEps)
 
-	// Attention: x += Wo · attention(RoPE(Wq·xb), RoPE(Wk·xb), Wv·xb), xb = RMSNorm(x).
+	// Attention: x += post(Wo · attention(RoPE(qn(Wq·xb+bq)), RoPE(kn(Wk·xb+bk)), Wv·xb+bv)),
+	// xb = RMSNorm(x); the biases, q/k norms qn, kn and post norm are
+	// present in some architectures only.
 	for t := range n {
 		rmsnorm(s.xb[t*d:(t+1)*d], x[t*d:(t+1)*d], l.attnNorm, eps)
 	}
 	mulMats([][]float32{s.q, s.k, s.v}, []*matrix{l.wq, l.wk, l.wv}, s.xb, n)
+	if l.bq != nil {
+		addRows(s.q, l.bq, n)
+		addRows(s.k, l.bk, n)
+		addRows(s.v, l.bv, n)
+	}
+	if l.qNorm != nil {
+		for h := range n * info.NHeads {
+			rmsnorm(s.q[h*hd:(h+1)*hd], s.q[h*hd:(h+1)*hd], l.qNorm, eps)
+		}
+		for h := range n * info.NKVHeads {
+			rmsnorm(s.k[h*hd:(h+1)*hd], s.k[h*hd:(h+1)*hd], l.kNorm, eps)
+		}
+	}
 	half := hd / 2
+	cosT, sinT := s.cos, s.sin
+	if l.sliding && e.local != nil {
+		cosT, sinT = s.cosL, s.sinL
+	}
 	for t := range n {
-		cos, sin := s.cos[t*half:(t+1)*half], s.sin[t*half:(t+1)*half]
+		cos, sin := cosT[t*half:(t+1)*half], sinT[t*half:(t+1)*half]
 		e.rope.apply(s.q[t*qDim:(t+1)*qDim], info.NHeads, cos, sin)
 		e.rope.apply(s.k[t*kvDim:(t+1)*kvDim], info.NKVHeads, cos, sin)
 	}
@@ -106,34 +163,62 @@ func (e *cpuEngine) forwardBlock(l *layer, segs []seg, s *scratch, x []float32, 
 		copy(g.c.k[g.pos*kvDim:(g.pos+g.n)*kvDim], s.k[g.off*kvDim:(g.off+g.n)*kvDim])
 		copy(g.c.v[g.pos*kvDim:(g.pos+g.n)*kvDim], s.v[g.off*kvDim:(g.off+g.n)*kvDim])
 	}
-	e.attention(s.att, s.q, segs, n)
-	mulMats([][]float32{s.xb2}, []*matrix{l.wo}, s.att, n)
-	for i := range n * d {
-		x[i] += s.xb2[i]
+	window := 0
+	if l.sliding {
+		window = info.SlidingWindow
 	}
+	e.attention(s.att, s.q, segs, n, window)
+	mulMats([][]float32{s.xb2}, []*matrix{l.wo}, s.att, n)
+	e.residual(x, s.xb2, l.postAttnNorm, n)
 
-	// Feed-forward: x += W2 · (silu(W1·xb) * (W3·xb)), xb = RMSNorm(x).
+	// Feed-forward: x += post(W2 · (act(W1·xb) * (W3·xb))), xb = RMSNorm(x).
 	for t := range n {
 		rmsnorm(s.xb[t*d:(t+1)*d], x[t*d:(t+1)*d], l.ffnNorm, eps)
 	}
-	mulSwiGLU(s.hb, s.up, l.w1, l.w3, s.xb, n)
+	mulGLU(s.hb, s.up, l.w1, l.w3, s.xb, n, e.params.act)
 	mulMats([][]float32{s.xb2}, []*matrix{l.w2}, s.hb, n)
+	e.residual(x, s.xb2, l.postFFNNorm, n)
+}
+
+// residual adds y [n, DModel] to x, after RMSNorm with weight post when
+// post is not nil (Gemma 3's post-attention and post-feed-forward norms;
+// y is normalized in place).
+func (e *cpuEngine) residual(x, y, post []float32, n int) {
+	d := e.info.DModel
+	if post != nil {
+		for t := range n {
+			rmsnorm(y[t*d:(t+1)*d], y[t*d:(t+1)*d], post, float32(e.info.NormEps))
+		}
+	}
 	for i := range n * d {
-		x[i] += s.xb2[i]
+		x[i] += y[i]
+	}
+}
+
+// addRows adds bias b [cols] to each of the n rows of x [n, cols].
+func addRows(x, b []float32, n int) {
+	c := len(b)
+	for t := range n {
+		row := x[t*c : (t+1)*c]
+		for i, v := range b {
+			row[i] += v
+		}
 	}
 }
 
 // attention computes causal grouped-query attention for the n query rows q
 // [n, NHeads*HeadDim] of segs, each at its session's positions over its own
 // cache, writing att [n, NHeads*HeadDim]. Query head h reads KV head
-// h/(NHeads/NKVHeads). Scores are q·k/sqrt(HeadDim), softmax over positions
-// 0..p (Vaswani et al. 2017, eq. 1).
-func (e *cpuEngine) attention(att, q []float32, segs []seg, n int) {
+// h/(NHeads/NKVHeads). Scores are q·k/attnScale (sqrt(HeadDim) unless the
+// architecture says otherwise), softmax over positions 0..p (Vaswani et al.
+// 2017, eq. 1), or over p-window+1..p when window > 0 (sliding-window
+// attention, Beltagy et al. 2020).
+func (e *cpuEngine) attention(att, q []float32, segs []seg, n, window int) {
 	info := &e.info
 	hd, nh := info.HeadDim, info.NHeads
 	qDim, kvDim := nh*hd, info.NKVHeads*hd
 	group := nh / info.NKVHeads
-	sq := float32(math.Sqrt(float64(hd)))
+	sq := float32(e.params.attnScale)
 	// row[t] is the segment of row t.
 	row := make([]int32, n)
 	longest := 0
@@ -152,15 +237,21 @@ func (e *cpuEngine) attention(att, q []float32, segs []seg, n int) {
 			p := g.pos + t - g.off
 			qh := q[t*qDim+h*hd : t*qDim+(h+1)*hd]
 			off := (h / group) * hd
-			sc := scores[:p+1]
+			lo := 0
+			if window > 0 {
+				lo = max(0, p-window+1)
+			}
+			sc := scores[:p+1-lo]
 			for j := range sc {
-				sc[j] = dotF32(qh, c.k[j*kvDim+off:j*kvDim+off+hd]) / sq
+				k := (lo + j) * kvDim
+				sc[j] = dotF32(qh, c.k[k+off:k+off+hd]) / sq
 			}
 			softmax(sc)
 			oh := att[t*qDim+h*hd : t*qDim+(h+1)*hd]
 			clear(oh)
 			for j, a := range sc {
-				vj := c.v[j*kvDim+off : j*kvDim+off+hd]
+				v := (lo + j) * kvDim
+				vj := c.v[v+off : v+off+hd]
 				for i := range oh {
 					oh[i] += a * vj[i]
 				}
@@ -222,15 +313,23 @@ func mulMats(outs [][]float32, ms []*matrix, x []float32, n int) {
 	})
 }
 
-// mulSwiGLU computes the gated feed-forward hidden state hb [n, FFNDim]:
-// hb[t][r] = silu(w1[r]·x_t) * (w3[r]·x_t), silu(g) = g/(1+e^-g) (Shazeer
-// 2020, eq. 6). up [n, FFNDim] is scratch for the w3 products.
-func mulSwiGLU(hb, up []float32, w1, w3 *matrix, x []float32, n int) {
+// mulGLU computes the gated feed-forward hidden state hb [n, FFNDim]:
+// hb[t][r] = act(w1[r]·x_t) * (w3[r]·x_t) with act silu(g) = g/(1+e^-g)
+// (SwiGLU, Shazeer 2020, eq. 6) or the tanh approximation of GELU
+// 0.5g(1+tanh(sqrt(2/pi)(g+0.044715g^3))) (GeGLU; Hendrycks & Gimpel 2016).
+// up [n, FFNDim] is scratch for the w3 products.
+func mulGLU(hb, up []float32, w1, w3 *matrix, x []float32, n int, act activation) {
 	f, cols := w1.rows, w1.cols
 	parallelFor(f, 2*n*cols, func(lo, hi int) {
 		w1.mulRows(hb, x, n, lo, hi)
 		w3.mulRows(up, x, n, lo, hi)
 		for t := range n {
+			if act == actGELUTanh {
+				for r := lo; r < hi; r++ {
+					hb[t*f+r] = geluTanh(hb[t*f+r]) * up[t*f+r]
+				}
+				continue
+			}
 			for r := lo; r < hi; r++ {
 				g := hb[t*f+r]
 				g *= 1 / (1 + float32(math.Exp(float64(-g))))
@@ -238,4 +337,11 @@ func mulSwiGLU(hb, up []float32, w1, w3 *matrix, x []float32, n int) {
 			}
 		}
 	})
+}
+
+// geluTanh is GELU with the tanh approximation (transformers
+// gelu_pytorch_tanh), computed in float64.
+func geluTanh(g float32) float32 {
+	x := float64(g)
+	return float32(0.5 * x * (1 + math.Tanh(math.Sqrt(2/math.Pi)*(x+0.044715*x*x*x))))
 }

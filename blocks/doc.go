@@ -1,5 +1,7 @@
-// Package blocks loads Llama-family models (GGUF, llama2.c .bin, Hugging Face
-// safetensors directories) and computes them on the CPU: an Engine runs a span
+// Package blocks loads decoder-only models (GGUF, llama2.c .bin, Hugging Face
+// safetensors directories) of the architectures in its table (arch.go and
+// one arch_<name>.go per family: llama, mistral, qwen2, qwen3, gemma3) and
+// computes them on the CPU: an Engine runs a span
 // of transformer blocks for many sessions with per-session attention caches; a
 // Head holds the client side (embeddings, final norm, LM head, tokenizer).
 // Loading is partial: a span reads only its own blocks' tensors.
@@ -14,8 +16,11 @@
 // q8_0) and are multiplied by float32 activations with AVX2/FMA/F16C
 // kernels on amd64 (portable Go elsewhere, or with -tags purego), spread
 // over a process-wide pool of GOMAXPROCS-1 workers plus the caller.
-// Attention caches are float32. RoPE rotates adjacent pairs (llama2.c and
-// GGUF layout); Hugging Face q/k weights are permuted into it when loaded.
+// Attention caches are float32 (sliding-window blocks still get full-length
+// caches; ModelInfo.BlockCacheBytes is what they need). RoPE rotates
+// adjacent pairs (llama2.c and llama GGUF layout); q/k weights stored in
+// rotate-half order (Hugging Face, NeoX-RoPE GGUF families) are permuted
+// into it when loaded, with their biases and per-head norms.
 // Prefill (nTokens > 1) computes bit-identical results to token-by-token
 // decode, so a replay after failover reproduces the original caches.
 //

@@ -2,6 +2,7 @@ package blocks
 
 import (
 	"fmt"
+	"math"
 	"sync"
 
 	"github.com/swarmllm/swarm/swarm"
@@ -12,9 +13,13 @@ import (
 // run concurrently without locks on the hot path; mu only keeps Close from
 // releasing weights under a running Forward.
 type cpuEngine struct {
-	info        swarm.ModelInfo
-	span        swarm.Span
-	rope        *rope
+	info   swarm.ModelInfo
+	params archParams
+	span   swarm.Span
+	rope   *rope
+	// local is the RoPE of sliding-window blocks when it differs from rope
+	// (Gemma 3's rope_local_base_freq), else nil.
+	local       *rope
 	weightBytes int64
 
 	mu     sync.RWMutex // guards layers and closed
@@ -25,7 +30,7 @@ type cpuEngine struct {
 var _ Engine = (*cpuEngine)(nil)
 
 // newEngine builds an engine over already-loaded layers of span.
-func newEngine(info swarm.ModelInfo, span swarm.Span, layers []*layer, ropeFactors []float32) (*cpuEngine, error) {
+func newEngine(info swarm.ModelInfo, params archParams, span swarm.Span, layers []*layer, ropeFactors []float32) (*cpuEngine, error) {
 	if len(layers) != span.Len() {
 		return nil, fmt.Errorf("%w: %d layers for span %s", ErrArgument, len(layers), span)
 	}
@@ -33,11 +38,37 @@ func newEngine(info swarm.ModelInfo, span swarm.Span, layers []*layer, ropeFacto
 	if err != nil {
 		return nil, err
 	}
-	e := &cpuEngine{info: info, span: span, rope: r, layers: layers}
+	if params.attnScale == 0 {
+		params.attnScale = math.Sqrt(float64(info.HeadDim))
+	}
+	e := &cpuEngine{info: info, params: params, span: span, rope: r, layers: layers}
+	if info.SlidingWindow > 0 && params.slidingTheta > 0 {
+		// Sliding blocks rotate with their own base and no scaling
+		// (llama.cpp rope_freq_scale_train_swa = 1).
+		li := info
+		li.RopeTheta, li.RopeScaling = params.slidingTheta, nil
+		if e.local, err = newRope(li, nil); err != nil {
+			return nil, err
+		}
+	}
 	for _, l := range layers {
 		e.weightBytes += l.bytes()
 	}
 	return e, nil
+}
+
+// ropeRows fills the RoPE angles of rows row.. of s for positions pos..,
+// n rows: the global table and, when sliding blocks have their own, the
+// local one.
+func (e *cpuEngine) ropeRows(s *scratch, row, pos, n int) {
+	half := e.info.HeadDim / 2
+	for t := range n {
+		r := (row + t) * half
+		e.rope.table(pos+t, s.cos[r:r+half], s.sin[r:r+half])
+		if e.local != nil {
+			e.local.table(pos+t, s.cosL[r:r+half], s.sinL[r:r+half])
+		}
+	}
 }
 
 // Info describes the whole model the span belongs to.

@@ -201,46 +201,66 @@ func naiveLogits(t *testing.T, c synth.Config, tokens []int) [][]float64 {
 }
 
 // TestPartialLoadReadsOnlySpan loads a 2-block span of a synthesized
-// 32-block model through a byte-counting File and requires that exactly the
-// bytes of those two blocks were read (the headers were read by Open), and
-// that LoadHead reads exactly the embeddings, final norm and LM head.
+// 32-block model of every architecture through a byte-counting File and
+// requires that exactly the bytes of those two blocks were read (the
+// headers were read by Open) from every format (GGUF, Hugging Face one
+// file and sharded, llama2.c), and that LoadHead reads exactly the
+// embeddings, final norm and LM head (once when tied).
 func TestPartialLoadReadsOnlySpan(t *testing.T) {
-	c := synth.DefaultConfig()
-	c.Layers = 32
-	c.Dim, c.FFN, c.Heads, c.KVHeads = 32, 64, 4, 2
-	c.DType = swarm.DTypeF16
-	paths := synthFiles(t, c)
-	for _, name := range []string{"hf", "hf-sharded", "gguf", "llama2c-v0", "llama2c-v1"} {
-		t.Run(name, func(t *testing.T) {
-			counter := &byteCounter{counts: map[string]int64{}}
-			m, err := blocks.Open(paths[name], blocks.WithOpenFile(counter.open))
-			require.NoError(t, err)
-			defer m.Close()
-			info := m.Info()
-			headers := counter.total()
-			require.Less(t, headers, int64(64<<10), "Open should read only headers")
-
-			e, err := m.LoadSpan(swarm.Span{Start: 5, End: 7})
-			require.NoError(t, err)
-			defer e.Close()
-			spanBytes := counter.total() - headers
-			require.Equal(t, 2*info.BlockBytes, spanBytes)
-			require.Equal(t, 2*info.BlockBytes, e.WeightBytes())
-
-			_, err = m.LoadHead()
-			require.NoError(t, err)
-			headBytes := counter.total() - headers - spanBytes
-			elems := int64(info.Vocab * info.DModel)
-			embedBytes := info.DType.Bytes(elems)
-			if name != "gguf" && name != "hf" && name != "hf-sharded" {
-				embedBytes = 4 * elems // llama2.c is float32
+	for _, arch := range synth.Archs {
+		c := synth.DefaultConfig()
+		c.Arch = arch
+		c.Layers = 32
+		c.Dim, c.FFN, c.Heads, c.KVHeads = 32, 64, 4, 2
+		c.DType = swarm.DTypeF16
+		paths := synthFiles(t, c)
+		for _, name := range []string{"hf", "hf-sharded", "gguf", "llama2c-v0", "llama2c-v1"} {
+			if paths[name] == "" {
+				continue // llama2.c holds llama and mistral only
 			}
-			normBytes := int64(4 * info.DModel)
-			if name == "hf" || name == "hf-sharded" {
-				normBytes = info.DType.Bytes(int64(info.DModel))
-			}
-			require.Equal(t, 2*embedBytes+normBytes, headBytes, "embedding + untied LM head + final norm: %d %d %+v", embedBytes, normBytes, info)
-		})
+			t.Run(arch+"/"+name, func(t *testing.T) {
+				counter := &byteCounter{counts: map[string]int64{}}
+				m, err := blocks.Open(paths[name], blocks.WithOpenFile(counter.open))
+				require.NoError(t, err)
+				defer m.Close()
+				info := m.Info()
+				headers := counter.total()
+				require.Less(t, headers, int64(64<<10), "Open should read only headers")
+				perFile := counter.snapshot()
+
+				e, err := m.LoadSpan(swarm.Span{Start: 5, End: 7})
+				require.NoError(t, err)
+				defer e.Close()
+				spanBytes := counter.total() - headers
+				if name == "hf-sharded" {
+					// Blocks 5 and 6 lie in the first of two shards.
+					after := counter.snapshot()
+					second := filepath.Join(paths[name], "model-00002-of-00002.safetensors")
+					require.Contains(t, after, second)
+					require.Equal(t, perFile[second], after[second], "the second shard is not read")
+				}
+				require.Equal(t, 2*info.BlockBytes, spanBytes)
+				require.Equal(t, 2*info.BlockBytes, e.WeightBytes())
+
+				_, err = m.LoadHead()
+				require.NoError(t, err)
+				headBytes := counter.total() - headers - spanBytes
+				elems := int64(info.Vocab * info.DModel)
+				embedBytes := info.DType.Bytes(elems)
+				if name != "gguf" && name != "hf" && name != "hf-sharded" {
+					embedBytes = 4 * elems // llama2.c is float32
+				}
+				normBytes := int64(4 * info.DModel)
+				if name == "hf" || name == "hf-sharded" {
+					normBytes = info.DType.Bytes(int64(info.DModel))
+				}
+				tables := int64(2) // embedding + untied LM head
+				if info.TiedEmbeddings {
+					tables = 1
+				}
+				require.Equal(t, tables*embedBytes+normBytes, headBytes, "embedding, LM head, final norm: %d %d %+v", embedBytes, normBytes, info)
+			})
+		}
 	}
 }
 

@@ -18,9 +18,12 @@ import (
 // GGUF v3 (https://github.com/ggml-org/ggml/blob/master/docs/gguf.md): the
 // header, metadata and tensor infos are parsed by gguf-parser-go; tensor data
 // is read here by offset. Tensor dims are listed innermost first, so a
-// matrix [rows, cols] is stored with dims [cols, rows]. llama.cpp's
-// converters permute Hugging Face q/k rows into adjacent-pair RoPE order, the
-// engine's own layout, so GGUF weights are used as they are.
+// matrix [rows, cols] is stored with dims [cols, rows]. The architecture
+// (general.architecture) is looked up in the architecture table, which
+// names its keys and tensors. llama.cpp's converters permute Hugging Face
+// q/k rows into adjacent-pair RoPE order (the engine's own layout) only for
+// the families llama.cpp runs with normal RoPE (llama); NeoX families keep
+// rotate-half rows, which are permuted on load (archDesc.ggufNeoX).
 
 // ggufMagic is the first four bytes of a GGUF file.
 var ggufMagic = []byte("GGUF")
@@ -129,11 +132,14 @@ func openGGUF(m *Model, cfg *config, path string) error {
 	}
 	g := &ggufMeta{kvs: gf.Header.MetadataKV, path: path}
 	arch := g.str("general.architecture")
-	if arch != "llama" {
-		return fmt.Errorf("%w: %s: general.architecture %q, want \"llama\"", ErrFormat, path, arch)
+	a, err := archForGGUF(arch)
+	if err != nil {
+		return fmt.Errorf("%w: %s: %w", ErrFormat, path, err)
 	}
+	m.arch = a
 	p := arch + "."
 	info := swarm.ModelInfo{
+		Arch:      a.name,
 		NBlocks:   g.integer(p+"block_count", 0, true),
 		DModel:    g.integer(p+"embedding_length", 0, true),
 		NHeads:    g.integer(p+"attention.head_count", 0, true),
@@ -160,6 +166,15 @@ func openGGUF(m *Model, cfg *config, path string) error {
 	}
 	if g.err != nil {
 		return g.err
+	}
+	if a.ggufHyper != nil {
+		herr := a.ggufHyper(g, p, &info, &m.params)
+		if g.err != nil {
+			return g.err // a missing or mistyped key, already naming the file
+		}
+		if herr != nil {
+			return fmt.Errorf("%w: %s: %w", ErrFormat, path, herr)
+		}
 	}
 	info.Name = g.str("general.name")
 	if info.Name == "" || info.Name == arch {
@@ -213,18 +228,17 @@ func openGGUF(m *Model, cfg *config, path string) error {
 	if info.NBlocks > 1<<16 {
 		return fmt.Errorf("%w: %s: block_count %d is implausible", ErrFormat, path, info.NBlocks)
 	}
-	names := [nBlockTensors]string{
-		tAttnNorm: "attn_norm", tWQ: "attn_q", tWK: "attn_k", tWV: "attn_v", tWO: "attn_output",
-		tFFNNorm: "ffn_norm", tW1: "ffn_gate", tW2: "ffn_down", tW3: "ffn_up",
-	}
 	m.layers = make([][nBlockTensors]tensorRef, info.NBlocks)
 	for b := range info.NBlocks {
-		for i, n := range names {
-			t, err := ref(fmt.Sprintf("blk.%d.%s.weight", b, n), true)
+		for _, tn := range a.tensors {
+			t, err := ref(fmt.Sprintf("blk.%d.%s", b, tn.gguf), true)
 			if err != nil {
 				return err
 			}
-			m.layers[b][i] = *t
+			if a.ggufNeoX {
+				t.permuteHeads = ropeHeads(tn.slot, &info)
+			}
+			m.layers[b][tn.slot] = *t
 		}
 	}
 	m.info = info

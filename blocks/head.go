@@ -2,6 +2,7 @@ package blocks
 
 import (
 	"fmt"
+	"math"
 
 	"github.com/swarmllm/swarm/blocks/tokenizer"
 	"github.com/swarmllm/swarm/swarm"
@@ -13,6 +14,7 @@ import (
 // safe for concurrent use.
 type cpuHead struct {
 	info   swarm.ModelInfo
+	params archParams // embedding scale, final soft-capping
 	embed  *matrix
 	norm   []float32
 	output *matrix
@@ -28,7 +30,8 @@ func (h *cpuHead) Info() swarm.ModelInfo { return h.info }
 // checkpoints without a tokenizer.bin beside them and no WithTokenizer).
 func (h *cpuHead) Tokenizer() tokenizer.Tokenizer { return h.tok }
 
-// Embed looks up tokens and returns hidden states [len(tokens), DModel]. It
+// Embed looks up tokens and returns hidden states [len(tokens), DModel],
+// scaled by the architecture's embedding scale (Gemma: sqrt(DModel)). It
 // returns an error wrapping ErrArgument for an id outside [0, Vocab).
 func (h *cpuHead) Embed(tokens []int) ([]float32, error) {
 	d := h.info.DModel
@@ -39,11 +42,17 @@ func (h *cpuHead) Embed(tokens []int) ([]float32, error) {
 		}
 		h.embed.rowF32(t, out[i*d:(i+1)*d])
 	}
+	if sc := h.params.embedScale; sc != 0 {
+		for i := range out {
+			out[i] *= sc
+		}
+	}
 	return out, nil
 }
 
 // Logits applies the final RMSNorm and the LM head to one hidden state
-// [DModel] and returns logits [Vocab]. It returns an error wrapping
+// [DModel] and returns logits [Vocab], soft-capped as c*tanh(logit/c) when
+// the model sets a final soft-cap c. It returns an error wrapping
 // ErrArgument if len(hidden) != DModel.
 func (h *cpuHead) Logits(hidden []float32) ([]float32, error) {
 	d := h.info.DModel
@@ -54,5 +63,10 @@ func (h *cpuHead) Logits(hidden []float32) ([]float32, error) {
 	rmsnorm(x, hidden, h.norm, float32(h.info.NormEps))
 	logits := make([]float32, h.info.Vocab)
 	mulMats([][]float32{logits}, []*matrix{h.output}, x, 1)
+	if c := h.params.finalSoftcap; c > 0 {
+		for i, v := range logits {
+			logits[i] = float32(c * math.Tanh(float64(v)/c))
+		}
+	}
 	return logits, nil
 }

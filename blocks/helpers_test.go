@@ -20,18 +20,21 @@ import (
 
 // synthFiles writes the model c in every format and returns the paths by
 // format name: "hf", "hf-sharded", "gguf", "llama2c-v0", "llama2c-v1"
-// (llama2.c only for f32/f16/bf16; hf only for those too).
+// (hf only for f32/f16/bf16; llama2.c only for the llama and mistral
+// architectures).
 func synthFiles(t *testing.T, c synth.Config) map[string]string {
 	t.Helper()
 	dir := t.TempDir()
 	paths := map[string]string{}
 	require.NoError(t, synth.WriteGGUF(filepath.Join(dir, "model.gguf"), c))
 	paths["gguf"] = filepath.Join(dir, "model.gguf")
-	require.NoError(t, synth.WriteLlama2CTokenizer(filepath.Join(dir, "tokenizer.bin"), c))
-	for v := range 2 {
-		p := filepath.Join(dir, "model-v"+strconv.Itoa(v)+".bin")
-		require.NoError(t, synth.WriteLlama2C(p, c, v))
-		paths["llama2c-v"+strconv.Itoa(v)] = p
+	if c.Arch == "" || c.Arch == synth.ArchLlama || c.Arch == synth.ArchMistral {
+		require.NoError(t, synth.WriteLlama2CTokenizer(filepath.Join(dir, "tokenizer.bin"), c))
+		for v := range 2 {
+			p := filepath.Join(dir, "model-v"+strconv.Itoa(v)+".bin")
+			require.NoError(t, synth.WriteLlama2C(p, c, v))
+			paths["llama2c-v"+strconv.Itoa(v)] = p
+		}
 	}
 	if c.DType != swarm.DTypeQ8_0 {
 		require.NoError(t, synth.WriteHF(filepath.Join(dir, "hf"), c))
@@ -111,6 +114,17 @@ func (c *byteCounter) open(path string) (blocks.File, error) {
 		return nil, err
 	}
 	return countingFile{File: f, mu: &c.mu, counts: c.counts}, nil
+}
+
+// snapshot copies the bytes read so far, by file.
+func (c *byteCounter) snapshot() map[string]int64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := make(map[string]int64, len(c.counts))
+	for k, v := range c.counts {
+		out[k] = v
+	}
+	return out
 }
 
 func (c *byteCounter) total() int64 {

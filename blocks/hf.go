@@ -10,11 +10,13 @@ import (
 	"github.com/swarmllm/swarm/swarm"
 )
 
-// Hugging Face model directories: config.json (transformers LlamaConfig)
-// plus model.safetensors, or shards listed in model.safetensors.index.json
+// Hugging Face model directories: config.json (the transformers config of
+// one of the families in the architecture table, found by model_type) plus
+// model.safetensors, or shards listed in model.safetensors.index.json
 // ({"weight_map": {tensor: file}}), plus tokenizer.model or tokenizer.json.
-// HF's q_proj/k_proj rows are in rotate-half RoPE order; they are permuted
-// into the engine's adjacent-pair order when loaded (hfPermutation).
+// HF's q_proj/k_proj rows are in rotate-half RoPE order for every family;
+// they are permuted into the engine's adjacent-pair order when loaded
+// (hfPermutation).
 
 // hfConfig is the part of config.json the engine needs.
 type hfConfig struct {
@@ -37,6 +39,17 @@ type hfConfig struct {
 	EOSTokenID            json.RawMessage `json:"eos_token_id"`
 	AttentionBias         bool            `json:"attention_bias"`
 	MLPBias               bool            `json:"mlp_bias"`
+	// Sliding-window attention (Mistral, Qwen2, Gemma 3).
+	SlidingWindow        *int     `json:"sliding_window"`
+	UseSlidingWindow     bool     `json:"use_sliding_window"`
+	SlidingWindowPattern int      `json:"sliding_window_pattern"`
+	LayerTypes           []string `json:"layer_types"`
+	// Gemma 3.
+	RopeLocalBaseFreq     float64  `json:"rope_local_base_freq"`
+	QueryPreAttnScalar    float64  `json:"query_pre_attn_scalar"`
+	FinalLogitSoftcapping *float64 `json:"final_logit_softcapping"`
+	AttnLogitSoftcapping  *float64 `json:"attn_logit_softcapping"`
+	HiddenActivation      string   `json:"hidden_activation"`
 }
 
 type hfRopeScaling struct {
@@ -75,13 +88,13 @@ func openHF(m *Model, cfg *config, dir string) error {
 	if err := json.Unmarshal(raw, &c); err != nil {
 		return fmt.Errorf("%w: %s: %w", ErrFormat, cfgPath, err)
 	}
-	if c.ModelType != "llama" {
-		return fmt.Errorf("%w: %s: model_type %q, want \"llama\"", ErrFormat, cfgPath, c.ModelType)
+	a, err := archForHF(c.ModelType, c.Architectures)
+	if err != nil {
+		return fmt.Errorf("%w: %s: %w", ErrFormat, cfgPath, err)
 	}
-	if c.AttentionBias || c.MLPBias {
-		return fmt.Errorf("%w: %s: attention_bias/mlp_bias are not supported", ErrFormat, cfgPath)
-	}
+	m.arch = a
 	info := swarm.ModelInfo{
+		Arch:           a.name,
 		NBlocks:        c.NumHiddenLayers,
 		DModel:         c.HiddenSize,
 		NHeads:         c.NumAttentionHeads,
@@ -122,6 +135,11 @@ func openHF(m *Model, cfg *config, dir string) error {
 			}
 		default:
 			return fmt.Errorf("%w: %s: rope_scaling type %q is not supported (want linear or llama3)", ErrFormat, cfgPath, t)
+		}
+	}
+	if a.hfHyper != nil {
+		if err := a.hfHyper(&c, &info, &m.params); err != nil {
+			return fmt.Errorf("%w: %s: %w", ErrFormat, cfgPath, err)
 		}
 	}
 	info.Name = filepath.Base(filepath.Clean(dir))
@@ -201,6 +219,7 @@ func openHF(m *Model, cfg *config, dir string) error {
 	if err != nil {
 		return err
 	}
+	norm.plusOne = a.hfNormPlusOne
 	m.outputNorm = *norm
 	if !info.TiedEmbeddings {
 		if m.output, err = get("lm_head.weight", false); err != nil {
@@ -208,25 +227,16 @@ func openHF(m *Model, cfg *config, dir string) error {
 		}
 		m.info.TiedEmbeddings = m.output == nil
 	}
-	names := [nBlockTensors]string{
-		tAttnNorm: "input_layernorm", tWQ: "self_attn.q_proj", tWK: "self_attn.k_proj", tWV: "self_attn.v_proj",
-		tWO: "self_attn.o_proj", tFFNNorm: "post_attention_layernorm", tW1: "mlp.gate_proj", tW2: "mlp.down_proj",
-		tW3: "mlp.up_proj",
-	}
 	m.layers = make([][nBlockTensors]tensorRef, info.NBlocks)
 	for b := range info.NBlocks {
-		for i, n := range names {
-			t, err := get(fmt.Sprintf("model.layers.%d.%s.weight", b, n), true)
+		for _, tn := range a.tensors {
+			t, err := get(fmt.Sprintf("model.layers.%d.%s", b, tn.hf), true)
 			if err != nil {
 				return err
 			}
-			switch i {
-			case tWQ:
-				t.permuteHeads = info.NHeads
-			case tWK:
-				t.permuteHeads = info.NKVHeads
-			}
-			m.layers[b][i] = *t
+			t.permuteHeads = ropeHeads(tn.slot, &info) // rotate-half in every family
+			t.plusOne = a.hfNormPlusOne && isNorm(tn.slot)
+			m.layers[b][tn.slot] = *t
 		}
 	}
 	for _, name := range []string{"tokenizer.model", "tokenizer.json"} {

@@ -107,8 +107,10 @@ func openLlama2C(m *Model, cfg *config, path string) error {
 	}
 	hs := h.dim / h.heads
 	kvDim := h.kvHeads * hs
+	m.arch = archLlama
 	m.info = swarm.ModelInfo{
 		Name:           strings.TrimSuffix(filepath.Base(path), filepath.Ext(path)),
+		Arch:           archLlama.name,
 		NBlocks:        h.layers,
 		DModel:         h.dim,
 		NHeads:         h.heads,

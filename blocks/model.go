@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"math"
 	"os"
 	"path/filepath"
 	"sync"
@@ -67,20 +68,6 @@ func WithOpenFile(open func(path string) (File, error)) Option {
 	}
 }
 
-// Block tensor indices, in the order of tensorNames.
-const (
-	tAttnNorm = iota
-	tWQ
-	tWK
-	tWV
-	tWO
-	tFFNNorm
-	tW1
-	tW2
-	tW3
-	nBlockTensors
-)
-
 // tensorRef locates one tensor in a model file without reading it.
 type tensorRef struct {
 	name   string // as the file names it, for error messages
@@ -89,9 +76,13 @@ type tensorRef struct {
 	dtype  swarm.DType
 	rows   int // 1 for a vector
 	cols   int
-	// permuteHeads > 0 marks a Hugging Face q_proj/k_proj weight with that
-	// many heads, to be permuted into adjacent-pair RoPE order on load.
+	// permuteHeads > 0 marks a q/k weight, bias or norm in rotate-half RoPE
+	// order with that many heads, to be permuted into adjacent-pair order
+	// on load (rows of a matrix, elements of a vector).
 	permuteHeads int
+	// plusOne marks a Gemma RMSNorm weight stored as w for a (1 + w)
+	// scale: 1 is added (in float32) on load.
+	plusOne bool
 }
 
 func (t tensorRef) bytes() int64 { return t.dtype.Bytes(int64(t.rows) * int64(t.cols)) }
@@ -111,12 +102,14 @@ type Model struct {
 	path   string
 	format string // "gguf", "llama2c" or "hf"
 	info   swarm.ModelInfo
+	arch   *archDesc  // the architecture table entry
+	params archParams // the architecture's per-model numbers
 
-	embed      tensorRef  // [Vocab, DModel]
-	outputNorm tensorRef  // [DModel]
-	output     *tensorRef // [Vocab, DModel]; nil when tied to embed
-	layers     [][nBlockTensors]tensorRef
-	ropeFreqs  *tensorRef // GGUF rope_freqs [HeadDim/2], or nil
+	embed      tensorRef                  // [Vocab, DModel]
+	outputNorm tensorRef                  // [DModel]
+	output     *tensorRef                 // [Vocab, DModel]; nil when tied to embed
+	layers     [][nBlockTensors]tensorRef // absent slots have file == nil
+	ropeFreqs  *tensorRef                 // GGUF rope_freqs [HeadDim/2], or nil
 
 	tokenizerPath string                                                    // "" when none is known
 	loadTok       func(path string, vocab int) (tokenizer.Tokenizer, error) // loads tokenizerPath
@@ -177,7 +170,9 @@ func (m *Model) finish(cfg *config) error {
 		m.loadTok = loadTokenizerFile
 	}
 	info := &m.info
-	info.Arch = "llama"
+	if m.params.attnScale == 0 {
+		m.params.attnScale = math.Sqrt(float64(info.HeadDim))
+	}
 	if err := info.Validate(); err != nil {
 		return fmt.Errorf("%w: %s: %w", ErrFormat, m.path, err)
 	}
@@ -187,11 +182,7 @@ func (m *Model) finish(cfg *config) error {
 	if len(m.layers) != info.NBlocks {
 		return fmt.Errorf("%w: %s: %d blocks of tensors, want n_blocks = %d", ErrFormat, m.path, len(m.layers), info.NBlocks)
 	}
-	d, q, kv, f := info.DModel, info.NHeads*info.HeadDim, info.NKVHeads*info.HeadDim, info.FFNDim
-	want := [nBlockTensors][2]int{
-		tAttnNorm: {1, d}, tWQ: {q, d}, tWK: {kv, d}, tWV: {kv, d}, tWO: {d, q},
-		tFFNNorm: {1, d}, tW1: {f, d}, tW2: {d, f}, tW3: {f, d},
-	}
+	d := info.DModel
 	check := func(t tensorRef, rows, cols int) error {
 		if t.rows != rows || t.cols != cols {
 			return fmt.Errorf("%w: %s: tensor %s has shape [%d %d], want [%d %d] (rows, columns)",
@@ -209,8 +200,12 @@ func (m *Model) finish(cfg *config) error {
 	var blockBytes int64
 	for b, ts := range m.layers {
 		var n int64
-		for i, t := range ts {
-			if err := check(t, want[i][0], want[i][1]); err != nil {
+		for slot, t := range ts {
+			if t.file == nil {
+				continue
+			}
+			rows, cols := slotShape(slot, info)
+			if err := check(t, rows, cols); err != nil {
 				return err
 			}
 			n += t.bytes()
@@ -302,27 +297,27 @@ func (m *Model) LoadSpan(span swarm.Span) (Engine, error) {
 		}
 		factors = v
 	}
-	return newEngine(m.info, span, layers, factors)
+	return newEngine(m.info, m.params, span, layers, factors)
 }
 
+// loadLayer reads the tensors block b has (its architecture's slots).
 func (m *Model) loadLayer(b int) (*layer, error) {
 	ts := &m.layers[b]
-	l := &layer{}
-	for _, t := range ts {
+	l := &layer{sliding: m.info.IsSliding(b)}
+	mats := l.matrices()
+	vecs := l.vectors()
+	for slot, t := range ts {
+		if t.file == nil {
+			continue
+		}
 		l.stored += t.bytes()
-	}
-	var err error
-	if l.attnNorm, err = m.readVector(ts[tAttnNorm]); err != nil {
-		return nil, err
-	}
-	if l.ffnNorm, err = m.readVector(ts[tFFNNorm]); err != nil {
-		return nil, err
-	}
-	for _, x := range []struct {
-		i   int
-		dst **matrix
-	}{{tWQ, &l.wq}, {tWK, &l.wk}, {tWV, &l.wv}, {tWO, &l.wo}, {tW1, &l.w1}, {tW2, &l.w2}, {tW3, &l.w3}} {
-		if *x.dst, err = m.readMatrix(ts[x.i]); err != nil {
+		var err error
+		if dst := mats[slot]; dst != nil {
+			*dst, err = m.readMatrix(t)
+		} else {
+			*vecs[slot], err = m.readVector(t)
+		}
+		if err != nil {
 			return nil, err
 		}
 	}
@@ -362,7 +357,8 @@ func (m *Model) readMatrix(t tensorRef) (*matrix, error) {
 	return mat, nil
 }
 
-// readVector reads a tensor and widens it to float32 (norm weights).
+// readVector reads a tensor and widens it to float32 (norm weights,
+// biases), permuting rotate-half elements and adding Gemma's 1 as t says.
 func (m *Model) readVector(t tensorRef) ([]float32, error) {
 	mat, err := m.readMatrix(tensorRef{name: t.name, file: t.file, offset: t.offset, dtype: t.dtype, rows: 1, cols: t.rows * t.cols})
 	if err != nil {
@@ -370,6 +366,18 @@ func (m *Model) readVector(t tensorRef) ([]float32, error) {
 	}
 	v := make([]float32, mat.cols)
 	mat.rowF32(0, v)
+	if t.permuteHeads > 0 {
+		perm := hfPermutation(t.permuteHeads, len(v)/t.permuteHeads)
+		src := append([]float32(nil), v...)
+		for i, p := range perm {
+			v[i] = src[p]
+		}
+	}
+	if t.plusOne {
+		for i := range v {
+			v[i]++
+		}
+	}
 	return v, nil
 }
 
@@ -377,7 +385,7 @@ func (m *Model) readVector(t tensorRef) ([]float32, error) {
 // LM head (unless tied to the embeddings) and the tokenizer, if one is known
 // (Tokenizer() is nil otherwise). It never reads block weights.
 func (m *Model) LoadHead() (Head, error) {
-	h := &cpuHead{info: m.info}
+	h := &cpuHead{info: m.info, params: m.params}
 	var err error
 	if h.embed, err = m.readMatrix(m.embed); err != nil {
 		return nil, err

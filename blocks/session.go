@@ -43,10 +43,7 @@ func (s *cpuSession) Forward(ctx context.Context, pos int, hidden []float32, nTo
 
 	s.length = pos // truncate: positions >= pos are recomputed
 	s.scratch.grow(*info, nTokens)
-	half := info.HeadDim / 2
-	for t := range nTokens {
-		s.e.rope.table(pos+t, s.scratch.cos[t*half:(t+1)*half], s.scratch.sin[t*half:(t+1)*half])
-	}
+	s.e.ropeRows(&s.scratch, 0, pos, nTokens)
 	x := make([]float32, len(hidden))
 	copy(x, hidden)
 	for i := range s.caches {

@@ -22,14 +22,16 @@ type RopeScaling struct {
 	OriginalMaxPositions int `json:"original_max_position_embeddings,omitempty"`
 }
 
-// ModelInfo describes a Llama-family decoder-only model: everything placement,
-// admission and the wire protocol need to know about it, whatever file format
-// it was loaded from.
+// ModelInfo describes a decoder-only model of one of the supported
+// architecture families (Llama, Mistral, Qwen2, Qwen3, Gemma 3): everything
+// placement, admission and the wire protocol need to know about it,
+// whatever file format it was loaded from.
 type ModelInfo struct {
 	// Name identifies the model in the swarm (e.g. "stories260K"); servers and
 	// clients must agree on it.
 	Name string `json:"name"`
-	// Arch is the architecture family, "llama".
+	// Arch is the architecture family as the model file names it: "llama",
+	// "mistral", "qwen2", "qwen3" or "gemma3" (blocks' architecture table).
 	Arch string `json:"arch"`
 	// NBlocks is the number of transformer blocks L.
 	NBlocks int `json:"n_blocks"`
@@ -52,6 +54,17 @@ type ModelInfo struct {
 	RopeTheta float64 `json:"rope_theta"`
 	// RopeScaling is nil when the model uses plain RoPE.
 	RopeScaling *RopeScaling `json:"rope_scaling,omitempty"`
+	// SlidingWindow, when > 0, is the attention window of sliding-window
+	// blocks in tokens: the query at position p attends to positions
+	// p-SlidingWindow+1 .. p only (Gemma 3 local layers, Mistral v0.1). 0
+	// means every block attends to the whole context.
+	SlidingWindow int `json:"sliding_window,omitempty"`
+	// SlidingPattern is the local:global layer pattern when SlidingWindow >
+	// 0: block b is global (full attention) when (b+1)%SlidingPattern == 0
+	// and sliding otherwise (Gemma 3: 6, five local blocks then one global;
+	// llama.cpp's llama_hparams::set_swa_pattern). 0 makes every block
+	// sliding.
+	SlidingPattern int `json:"sliding_pattern,omitempty"`
 	// NormEps is the RMSNorm epsilon.
 	NormEps float64 `json:"norm_eps"`
 	// TiedEmbeddings is true when the LM head reuses the token embedding.
@@ -74,6 +87,33 @@ type ModelInfo struct {
 // lI_max + l_max = maxLength.
 func (m ModelInfo) CacheBytes(maxLength int) int64 {
 	return m.CacheBytesPerToken * int64(maxLength)
+}
+
+// IsSliding reports whether block b attends only to the last SlidingWindow
+// positions (see SlidingPattern).
+func (m ModelInfo) IsSliding(b int) bool {
+	return m.SlidingWindow > 0 && (m.SlidingPattern <= 0 || (b+1)%m.SlidingPattern != 0)
+}
+
+// BlockCacheBytes returns the attention-cache bytes block b needs for one
+// session of maxLength tokens: CacheBytesPerToken times maxLength, or times
+// min(maxLength, SlidingWindow) for a sliding-window block, which never
+// looks further back than its window (paper 003 eq. 2, per block).
+func (m ModelInfo) BlockCacheBytes(b, maxLength int) int64 {
+	if m.IsSliding(b) {
+		maxLength = min(maxLength, m.SlidingWindow)
+	}
+	return m.CacheBytesPerToken * int64(maxLength)
+}
+
+// SpanCacheBytes returns the attention-cache bytes the blocks of span need
+// for one session of maxLength tokens: the sum of their BlockCacheBytes.
+func (m ModelInfo) SpanCacheBytes(span Span, maxLength int) int64 {
+	var n int64
+	for b := span.Start; b < span.End; b++ {
+		n += m.BlockCacheBytes(b, maxLength)
+	}
+	return n
 }
 
 // Blocks returns the whole model as a span, [0, NBlocks).
@@ -99,6 +139,8 @@ func (m ModelInfo) Validate() error {
 		check(m.Vocab > 0, "vocab = %d, want > 0", m.Vocab),
 		check(m.NormEps > 0, "norm_eps = %g, want > 0", m.NormEps),
 		check(m.RopeTheta > 0, "rope_theta = %g, want > 0", m.RopeTheta),
+		check(m.SlidingWindow >= 0 && m.SlidingPattern >= 0,
+			"sliding_window = %d and sliding_pattern = %d, want >= 0", m.SlidingWindow, m.SlidingPattern),
 	} {
 		if err != nil {
 			return err

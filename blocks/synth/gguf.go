@@ -124,9 +124,12 @@ func (w *le) value(v any) {
 }
 
 // WriteGGUF writes the model as a GGUF v3 file with its tokenizer embedded
-// (tokenizer.ggml.model "llama"). Matrices are stored in c.DType; norm
-// vectors in F32, as llama.cpp's converter does; q/k rows are permuted into
-// adjacent-pair RoPE order as convert_hf_to_gguf.py does.
+// (tokenizer.ggml.model "llama"), as llama.cpp's convert_hf_to_gguf.py
+// would convert the Hugging Face directory WriteHF writes: metadata keys
+// prefixed with general.architecture (mistral is written as "llama"),
+// matrices in c.DType, 1-D tensors (norms, biases) in F32, q/k rows
+// permuted into adjacent-pair RoPE order for llama and mistral only, and
+// Gemma norm weights stored as 1 + w.
 func WriteGGUF(path string, c Config) error {
 	if err := c.Validate(); err != nil {
 		return err
@@ -137,20 +140,27 @@ func WriteGGUF(path string, c Config) error {
 		return err
 	}
 	fileType := map[swarm.DType]uint32{swarm.DTypeF32: 0, swarm.DTypeF16: 1, swarm.DTypeQ8_0: 7, swarm.DTypeBF16: 32}[c.DType]
+	sp := c.spec()
+	p := sp.gguf + "."
 	kvs := []ggufKV{
-		{"general.architecture", "llama"},
+		{"general.architecture", sp.gguf},
 		{"general.name", c.Name},
 		{"general.alignment", uint32(ggufAlignment)},
 		{"general.file_type", fileType},
-		{"llama.context_length", uint32(c.MaxSeqLen)},
-		{"llama.embedding_length", uint32(c.Dim)},
-		{"llama.feed_forward_length", uint32(c.FFN)},
-		{"llama.block_count", uint32(c.Layers)},
-		{"llama.attention.head_count", uint32(c.Heads)},
-		{"llama.attention.head_count_kv", uint32(c.KVHeads)},
-		{"llama.rope.dimension_count", uint32(c.Dim / c.Heads)},
-		{"llama.rope.freq_base", float32(c.RopeTheta)},
-		{"llama.attention.layer_norm_rms_epsilon", float32(c.NormEps)},
+		{p + "context_length", uint32(c.MaxSeqLen)},
+		{p + "embedding_length", uint32(c.Dim)},
+		{p + "feed_forward_length", uint32(c.FFN)},
+		{p + "block_count", uint32(c.Layers)},
+		{p + "attention.head_count", uint32(c.Heads)},
+		{p + "attention.head_count_kv", uint32(c.KVHeads)},
+		{p + "attention.key_length", uint32(c.headDim())},
+		{p + "attention.value_length", uint32(c.headDim())},
+		{p + "rope.dimension_count", uint32(c.headDim())},
+		{p + "rope.freq_base", float32(c.RopeTheta)},
+		{p + "attention.layer_norm_rms_epsilon", float32(c.NormEps)},
+	}
+	kvs = append(kvs, c.ggufArchKVs()...)
+	kvs = append(kvs, []ggufKV{
 		{"tokenizer.ggml.model", "llama"},
 		{"tokenizer.ggml.tokens", pieces},
 		{"tokenizer.ggml.scores", scores},
@@ -158,7 +168,7 @@ func WriteGGUF(path string, c Config) error {
 		{"tokenizer.ggml.bos_token_id", uint32(bosID)},
 		{"tokenizer.ggml.eos_token_id", uint32(eosID)},
 		{"tokenizer.ggml.unknown_token_id", uint32(unkID)},
-	}
+	}...)
 	if c.ChatTemplate != "" {
 		kvs = append(kvs, ggufKV{"tokenizer.chat_template", c.ChatTemplate})
 	}
@@ -168,7 +178,7 @@ func WriteGGUF(path string, c Config) error {
 	var ts []ggufTensor
 	addT := func(name string, t tensor) {
 		dt := c.DType
-		if t.norm {
+		if t.vec {
 			dt = swarm.DTypeF32
 		}
 		ts = append(ts, ggufTensor{name: name, t: t, dtype: dt})
@@ -178,13 +188,10 @@ func WriteGGUF(path string, c Config) error {
 	if !c.Tied {
 		addT("output.weight", c.globalTensor(kOutput))
 	}
-	names := [nBlockKinds]string{
-		kAttnNorm: "attn_norm", kWQ: "attn_q", kWK: "attn_k", kWV: "attn_v", kWO: "attn_output",
-		kFFNNorm: "ffn_norm", kW1: "ffn_gate", kW2: "ffn_down", kW3: "ffn_up",
-	}
 	for b := range c.Layers {
-		for k := range nBlockKinds {
-			addT(fmt.Sprintf("blk.%d.%s.weight", b, names[k]), c.blockTensor(b, k))
+		for _, k := range sp.kinds {
+			name, _ := sp.kindNames(k)
+			addT(fmt.Sprintf("blk.%d.%s", b, name), c.blockTensor(b, k))
 		}
 	}
 	var off int64
@@ -222,7 +229,7 @@ func WriteGGUF(path string, c Config) error {
 	}
 	w.pad(ggufAlignment)
 	for _, t := range ts {
-		w.bytes(encode(c.adjacentValues(t.t), t.dtype))
+		w.bytes(encode(c.ggufValues(t.t), t.dtype))
 		w.pad(ggufAlignment)
 	}
 	return finish(f, w)

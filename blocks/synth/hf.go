@@ -19,13 +19,6 @@ type hfTensor struct {
 	t    tensor
 }
 
-// hfNames are the Hugging Face names of a block's tensors.
-var hfNames = [nBlockKinds]string{
-	kAttnNorm: "input_layernorm", kWQ: "self_attn.q_proj", kWK: "self_attn.k_proj", kWV: "self_attn.v_proj",
-	kWO: "self_attn.o_proj", kFFNNorm: "post_attention_layernorm", kW1: "mlp.gate_proj", kW2: "mlp.down_proj",
-	kW3: "mlp.up_proj",
-}
-
 var hfDTypes = map[swarm.DType]struct{ st, torch string }{
 	swarm.DTypeF32:  {"F32", "float32"},
 	swarm.DTypeF16:  {"F16", "float16"},
@@ -59,10 +52,12 @@ func WriteHFShards(dir string, c Config, n int) error {
 	}
 	shards := make([][]hfTensor, n)
 	shards[0] = append(shards[0], hfTensor{"model.embed_tokens.weight", c.globalTensor(kEmbed)})
+	sp := c.spec()
 	for b := range c.Layers {
 		s := b * n / c.Layers
-		for k := range nBlockKinds {
-			shards[s] = append(shards[s], hfTensor{fmt.Sprintf("model.layers.%d.%s.weight", b, hfNames[k]), c.blockTensor(b, k)})
+		for _, k := range sp.kinds {
+			_, name := sp.kindNames(k)
+			shards[s] = append(shards[s], hfTensor{fmt.Sprintf("model.layers.%d.%s", b, name), c.blockTensor(b, k)})
 		}
 	}
 	shards[n-1] = append(shards[n-1], hfTensor{"model.norm.weight", c.globalTensor(kNorm)})
@@ -93,27 +88,29 @@ func WriteHFShards(dir string, c Config, n int) error {
 	}
 	cfg := map[string]any{
 		"_name_or_path":           c.Name,
-		"architectures":           []string{"LlamaForCausalLM"},
-		"model_type":              "llama",
+		"architectures":           []string{sp.hfClass},
+		"model_type":              sp.hfType,
 		"hidden_act":              "silu",
 		"hidden_size":             c.Dim,
 		"intermediate_size":       c.FFN,
 		"num_hidden_layers":       c.Layers,
 		"num_attention_heads":     c.Heads,
 		"num_key_value_heads":     c.KVHeads,
-		"head_dim":                c.Dim / c.Heads,
+		"head_dim":                c.headDim(),
 		"vocab_size":              c.Vocab,
 		"max_position_embeddings": c.MaxSeqLen,
 		"rms_norm_eps":            c.NormEps,
 		"rope_theta":              c.RopeTheta,
 		"rope_scaling":            nil,
 		"tie_word_embeddings":     c.Tied,
-		"attention_bias":          false,
-		"mlp_bias":                false,
 		"bos_token_id":            bosID,
 		"eos_token_id":            eosID,
 		"torch_dtype":             dts.torch,
 	}
+	if sp.gemma {
+		delete(cfg, "hidden_act")
+	}
+	c.hfArchConfig(cfg)
 	if err := writeJSON(filepath.Join(dir, "config.json"), cfg); err != nil {
 		return err
 	}
@@ -170,7 +167,7 @@ func writeSafetensors(path string, c Config, dtype string, ts []hfTensor) (int64
 	var off int64
 	for _, t := range ts {
 		shape := []int{t.t.rows, t.t.cols}
-		if t.t.norm {
+		if t.t.vec {
 			shape = []int{t.t.cols}
 		}
 		size := c.DType.Bytes(int64(t.t.rows) * int64(t.t.cols))
@@ -238,9 +235,10 @@ func HFValues(c Config, name string) (values []float32, rows, cols int, err erro
 			return nil, 0, 0, fmt.Errorf("%w: no tensor %q", ErrConfig, name)
 		}
 		k := -1
-		for i, n := range hfNames {
-			if rest == n+".weight" {
-				k = i
+		sp := c.spec()
+		for _, kind := range sp.kinds {
+			if _, n := sp.kindNames(kind); rest == n {
+				k = kind
 			}
 		}
 		if k < 0 {

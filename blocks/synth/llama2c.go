@@ -21,6 +21,9 @@ func WriteLlama2C(path string, c Config, version int) error {
 		return fmt.Errorf("%w: llama2.c version %d, want 0 or 1", ErrConfig, version)
 	}
 	c = c.withDefaults()
+	if (c.Arch != ArchLlama && c.Arch != ArchMistral) || c.HeadDim*c.Heads != c.Dim {
+		return fmt.Errorf("%w: llama2.c checkpoints hold only the llama architecture with head dim = dim/heads (arch %s, head dim %d)", ErrConfig, c.Arch, c.HeadDim)
+	}
 	f, err := os.Create(path)
 	if err != nil {
 		return fmt.Errorf("synth: %w", err)

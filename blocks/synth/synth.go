@@ -1,6 +1,9 @@
-// Package synth makes random-weight Llama models and writes them as a
+// Package synth makes random-weight models of every architecture of
+// blocks' table (llama, mistral, qwen2, qwen3, gemma3) and writes them as a
 // Hugging Face directory (config.json, model.safetensors, tokenizer.model),
-// as GGUF v3 and as llama2.c checkpoints, for benchmarks and for format
+// as GGUF v3 (with the keys and tensor names llama.cpp's converter writes,
+// so llama.cpp loads them) and, for llama, as llama2.c checkpoints, for
+// benchmarks and for format
 // round-trip tests: all three files of one synthesized model hold the same
 // weights, so the engine must compute the same logits from each.
 //
@@ -29,6 +32,8 @@ var ErrConfig = errors.New("synth: bad config")
 // Config is the shape of a synthesized model. Zero optional fields take the
 // defaults of DefaultConfig.
 type Config struct {
+	// Arch is the architecture (Archs; default llama).
+	Arch string
 	// Name is ModelInfo.Name of the model (config.json _name_or_path,
 	// GGUF general.name).
 	Name string
@@ -38,9 +43,12 @@ type Config struct {
 	Dim int
 	// FFN is the SwiGLU inner size.
 	FFN int
-	// Heads and KVHeads are the query and key/value head counts; Dim must
-	// be a multiple of Heads, Heads of KVHeads, and Dim/Heads even.
+	// Heads and KVHeads are the query and key/value head counts; Heads
+	// must be a multiple of KVHeads.
 	Heads, KVHeads int
+	// HeadDim is the size of one head, even (default Dim/Heads, which must
+	// then be an integer).
+	HeadDim int
 	// Vocab is the vocabulary size, at least 259 (3 special and 256 byte
 	// pieces).
 	Vocab int
@@ -49,11 +57,21 @@ type Config struct {
 	DType swarm.DType
 	// MaxSeqLen is the context length written to the files (default 2048).
 	MaxSeqLen int
-	// RopeTheta is the RoPE base (default 10000).
+	// RopeTheta is the RoPE base (default 10000; 1e6 for qwen2, qwen3 and
+	// gemma3).
 	RopeTheta float64
-	// NormEps is the RMSNorm epsilon (default 1e-5).
+	// NormEps is the RMSNorm epsilon (default 1e-5; 1e-6 for qwen2, qwen3
+	// and gemma3).
 	NormEps float64
-	// Tied makes the LM head share the token embedding.
+	// SlidingWindow and SlidingPattern are gemma3's local attention window
+	// in tokens and local:global pattern (defaults 4 and 2: every other
+	// block is global, and the window is shorter than test prompts).
+	SlidingWindow, SlidingPattern int
+	// RopeLocalTheta is gemma3's RoPE base of sliding blocks (default
+	// 10000).
+	RopeLocalTheta float64
+	// Tied makes the LM head share the token embedding (always for
+	// gemma3).
 	Tied bool
 	// Seed selects the weights.
 	Seed uint64
@@ -78,8 +96,35 @@ func DefaultConfig() Config {
 // withDefaults fills the optional fields.
 func (c Config) withDefaults() Config {
 	d := DefaultConfig()
+	if c.Arch == "" {
+		c.Arch = ArchLlama
+	}
 	if c.Name == "" {
 		c.Name = d.Name
+	}
+	if c.HeadDim == 0 && c.Heads > 0 {
+		c.HeadDim = c.Dim / c.Heads
+	}
+	switch c.Arch {
+	case ArchQwen2, ArchQwen3, ArchGemma3:
+		if c.RopeTheta == 0 {
+			c.RopeTheta = 1e6
+		}
+		if c.NormEps == 0 {
+			c.NormEps = 1e-6
+		}
+	}
+	if c.Arch == ArchGemma3 {
+		c.Tied = true
+		if c.SlidingWindow == 0 {
+			c.SlidingWindow = 4
+		}
+		if c.SlidingPattern == 0 {
+			c.SlidingPattern = 2
+		}
+		if c.RopeLocalTheta == 0 {
+			c.RopeLocalTheta = 10000
+		}
 	}
 	if c.MaxSeqLen == 0 {
 		c.MaxSeqLen = d.MaxSeqLen
@@ -98,8 +143,11 @@ func (c Config) withDefaults() Config {
 
 // Validate returns an error wrapping ErrConfig naming the first bad field.
 func (c Config) Validate() error {
-	c = c.withDefaults()
 	bad := func(f string, a ...any) error { return fmt.Errorf("%w: %s", ErrConfig, fmt.Sprintf(f, a...)) }
+	if c.HeadDim == 0 && c.Heads > 0 && c.Dim%c.Heads != 0 {
+		return bad("heads = %d, want a divisor of dim = %d (or an explicit head dim)", c.Heads, c.Dim)
+	}
+	c = c.withDefaults()
 	switch {
 	case c.Layers < 1:
 		return bad("layers = %d, want >= 1", c.Layers)
@@ -107,8 +155,12 @@ func (c Config) Validate() error {
 		return bad("dim = %d, want >= 2", c.Dim)
 	case c.FFN < 1:
 		return bad("ffn = %d, want >= 1", c.FFN)
-	case c.Heads < 1 || c.Dim%c.Heads != 0 || (c.Dim/c.Heads)%2 != 0:
-		return bad("heads = %d, want a divisor of dim = %d leaving an even head size", c.Heads, c.Dim)
+	case c.spec().kinds == nil:
+		return bad("arch %q, want one of %v", c.Arch, Archs)
+	case c.Heads < 1 || c.HeadDim%2 != 0 || c.HeadDim < 2:
+		return bad("heads = %d and head dim %d, want heads >= 1 and an even head size (dim = %d)", c.Heads, c.HeadDim, c.Dim)
+	case c.Arch == ArchGemma3 && (c.SlidingWindow < 1 || c.SlidingPattern < 1):
+		return bad("sliding window %d and pattern %d, want >= 1", c.SlidingWindow, c.SlidingPattern)
 	case c.KVHeads < 1 || c.Heads%c.KVHeads != 0:
 		return bad("kv-heads = %d, want a divisor of heads = %d", c.KVHeads, c.Heads)
 	case c.Vocab < minVocab:
@@ -123,8 +175,8 @@ func (c Config) Validate() error {
 	switch c.DType {
 	case swarm.DTypeF32, swarm.DTypeF16, swarm.DTypeBF16:
 	case swarm.DTypeQ8_0:
-		if c.Dim%32 != 0 || c.FFN%32 != 0 {
-			return bad("q8_0 needs dim and ffn multiples of 32, got %d and %d", c.Dim, c.FFN)
+		if c.Dim%32 != 0 || c.FFN%32 != 0 || c.Heads*c.HeadDim%32 != 0 {
+			return bad("q8_0 needs dim, ffn and heads*head dim multiples of 32, got %d, %d and %d", c.Dim, c.FFN, c.Heads*c.HeadDim)
 		}
 	default:
 		return bad("dtype %v, want f32, f16, bf16 or q8_0", c.DType)
@@ -133,15 +185,23 @@ func (c Config) Validate() error {
 }
 
 // Info is the swarm.ModelInfo a loader should report for the model (without
-// BlockBytes and CacheBytesPerToken, which depend on the file).
+// BlockBytes and CacheBytesPerToken, which depend on the file). Arch is
+// the Hugging Face directory's; a mistral GGUF file says "llama".
 func (c Config) Info() swarm.ModelInfo {
 	c = c.withDefaults()
-	return swarm.ModelInfo{
-		Name: c.Name, Arch: "llama", NBlocks: c.Layers, DModel: c.Dim, NHeads: c.Heads, NKVHeads: c.KVHeads,
-		HeadDim: c.Dim / c.Heads, FFNDim: c.FFN, Vocab: c.Vocab, MaxSeqLen: c.MaxSeqLen, RopeTheta: c.RopeTheta,
+	info := swarm.ModelInfo{
+		Name: c.Name, Arch: c.Arch, NBlocks: c.Layers, DModel: c.Dim, NHeads: c.Heads, NKVHeads: c.KVHeads,
+		HeadDim: c.HeadDim, FFNDim: c.FFN, Vocab: c.Vocab, MaxSeqLen: c.MaxSeqLen, RopeTheta: c.RopeTheta,
 		NormEps: c.NormEps, TiedEmbeddings: c.Tied, DType: c.DType, BOS: bosID, EOS: eosID,
 	}
+	if c.Arch == ArchGemma3 {
+		info.SlidingWindow, info.SlidingPattern = c.SlidingWindow, c.SlidingPattern
+	}
+	return info
 }
+
+// headDim is the size of one head (after withDefaults).
+func (c Config) headDim() int { return c.HeadDim }
 
 // Tensor kinds, in Hugging Face naming order within a block.
 const (
@@ -158,14 +218,15 @@ const (
 )
 
 // tensor is one tensor of the model: a matrix [rows, cols] (rows = 1 for a
-// norm vector) in Hugging Face layout (q/k rows in rotate-half order).
+// vector) in Hugging Face layout (q/k rows in rotate-half order).
 type tensor struct {
 	stream uint64 // PCG stream id: fixes the values
 	block  int    // -1 for global tensors
 	kind   int    // block kinds above, or kEmbed/kNorm/kOutput
 	rows   int
 	cols   int
-	norm   bool
+	norm   bool // an RMSNorm weight
+	vec    bool // 1-D: a norm weight or a bias (F32 in GGUF)
 }
 
 // Global tensor kinds.
@@ -176,14 +237,21 @@ const (
 )
 
 func (c Config) blockTensor(b, kind int) tensor {
-	hd := c.Dim / c.Heads
-	shapes := [nBlockKinds][2]int{
+	hd := c.headDim()
+	shapes := [nAllKinds][2]int{
 		kAttnNorm: {1, c.Dim}, kWQ: {c.Heads * hd, c.Dim}, kWK: {c.KVHeads * hd, c.Dim}, kWV: {c.KVHeads * hd, c.Dim},
 		kWO: {c.Dim, c.Heads * hd}, kFFNNorm: {1, c.Dim}, kW1: {c.FFN, c.Dim}, kW2: {c.Dim, c.FFN}, kW3: {c.FFN, c.Dim},
+		kBQ: {1, c.Heads * hd}, kBK: {1, c.KVHeads * hd}, kBV: {1, c.KVHeads * hd}, kQNorm: {1, hd}, kKNorm: {1, hd},
+		kPostAttnNorm: {1, c.Dim}, kPostFFNNorm: {1, c.Dim},
 	}
 	s := shapes[kind]
-	return tensor{stream: uint64(1000 + b*nBlockKinds + kind), block: b, kind: kind, rows: s[0], cols: s[1],
-		norm: kind == kAttnNorm || kind == kFFNNorm}
+	// The nine Llama tensors keep their streams of old, so Llama models are
+	// the same bytes as before architectures were added.
+	stream := uint64(1000 + b*nBlockKinds + kind)
+	if kind >= nBlockKinds {
+		stream = uint64(1<<24 + b*nAllKinds + kind)
+	}
+	return tensor{stream: stream, block: b, kind: kind, rows: s[0], cols: s[1], norm: isNormKind(kind), vec: s[0] == 1}
 }
 
 func (c Config) globalTensor(kind int) tensor {
@@ -191,7 +259,7 @@ func (c Config) globalTensor(kind int) tensor {
 	case kEmbed:
 		return tensor{stream: 1, block: -1, kind: kind, rows: c.Vocab, cols: c.Dim}
 	case kNorm:
-		return tensor{stream: 2, block: -1, kind: kind, rows: 1, cols: c.Dim, norm: true}
+		return tensor{stream: 2, block: -1, kind: kind, rows: 1, cols: c.Dim, norm: true, vec: true}
 	default:
 		return tensor{stream: 3, block: -1, kind: kOutput, rows: c.Vocab, cols: c.Dim}
 	}
@@ -199,25 +267,34 @@ func (c Config) globalTensor(kind int) tensor {
 
 // values generates the tensor's values [rows*cols], already rounded to what
 // the dtype can hold (f16/bf16/q8_0), so that a float32 file of the same
-// model holds exactly the same numbers. Norm weights are 1 + N(0, 0.1^2);
-// matrices are N(0, 1/cols), the token embedding N(0, 1).
+// model holds exactly the same numbers. Norm weights are 1 + N(0, 0.1^2)
+// (gemma3: N(0, 0.1^2), the w of its (1 + w) scale); biases N(0, 0.5^2);
+// matrices are N(0, 1/cols), the token embedding N(0, 1) (gemma3: N(0,
+// 1/cols) like the others, for its scaled, tied embedding).
 func (c Config) values(t tensor) []float32 {
 	rng := rand.New(rand.NewPCG(c.Seed, t.stream))
 	v := make([]float32, t.rows*t.cols)
 	std := 1 / math.Sqrt(float64(t.cols))
-	if t.kind == kEmbed {
-		std = 1
+	if t.kind == kEmbed && !c.spec().gemma {
+		std = 1 // gemma3: N(0, 1/Dim), so that the sqrt(Dim)-scaled embedding is N(0, 1)
+	}
+	shift := 1.0
+	if c.spec().gemma {
+		shift = 0
 	}
 	for i := range v {
-		if t.norm {
-			v[i] = float32(1 + 0.1*rng.NormFloat64())
-		} else {
+		switch {
+		case t.norm:
+			v[i] = float32(shift + 0.1*rng.NormFloat64())
+		case t.vec:
+			v[i] = float32(0.5 * rng.NormFloat64())
+		default:
 			v[i] = float32(std * rng.NormFloat64())
 		}
 	}
 	dt := c.DType
-	if t.norm && dt == swarm.DTypeQ8_0 {
-		dt = swarm.DTypeF16 // norm vectors are never quantized; keep them f16-exact
+	if t.vec && dt == swarm.DTypeQ8_0 {
+		dt = swarm.DTypeF16 // vectors are never quantized; keep them f16-exact
 	}
 	switch dt {
 	case swarm.DTypeF16:
@@ -251,8 +328,26 @@ func hfPermutation(nHeads, hd int) []int {
 	return perm
 }
 
+// ggufValues returns a tensor's values as llama.cpp's converter stores
+// them: q/k rows permuted into adjacent pairs for normal-RoPE families
+// (adjacentValues), as they are for NeoX ones; Gemma norms as 1 + w.
+func (c Config) ggufValues(t tensor) []float32 {
+	sp := c.spec()
+	if !sp.neox {
+		return c.adjacentValues(t)
+	}
+	v := c.values(t)
+	if sp.gemma && t.norm {
+		for i := range v {
+			v[i]++
+		}
+	}
+	return v
+}
+
 // adjacentValues returns a tensor's values with q/k rows permuted into
-// adjacent-pair RoPE order (GGUF, llama2.c); other tensors are unchanged.
+// adjacent-pair RoPE order (llama GGUF, llama2.c); other tensors are
+// unchanged.
 func (c Config) adjacentValues(t tensor) []float32 {
 	v := c.values(t)
 	heads := 0
@@ -264,7 +359,7 @@ func (c Config) adjacentValues(t tensor) []float32 {
 	default:
 		return v
 	}
-	perm := hfPermutation(heads, c.Dim/c.Heads)
+	perm := hfPermutation(heads, c.headDim())
 	out := make([]float32, len(v))
 	for i, p := range perm {
 		copy(out[i*t.cols:(i+1)*t.cols], v[p*t.cols:(p+1)*t.cols])

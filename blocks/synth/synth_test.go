@@ -28,6 +28,9 @@ func TestConfigValidate(t *testing.T) {
 		{"vocab", func(c *Config) { c.Vocab = 258 }, "vocab = 258"},
 		{"dtype", func(c *Config) { c.DType = swarm.DType(99) }, "dtype"},
 		{"q8_0 dims", func(c *Config) { c.DType, c.FFN = swarm.DTypeQ8_0, 100 }, "multiples of 32"},
+		{"arch", func(c *Config) { c.Arch = "phi3" }, `arch "phi3"`},
+		{"head dim", func(c *Config) { c.HeadDim = 7 }, "head dim 7"},
+		{"dim not split", func(c *Config) { c.Dim = 66 }, "divisor of dim = 66"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -119,6 +122,53 @@ func TestGGUFParses(t *testing.T) {
 		end = max(end, ti.Offset+ti.Bytes())
 	}
 	require.Equal(t, st.Size(), gf.TensorDataStartOffset+int64((end+31)/32*32), "the data ends at the last tensor, padded")
+}
+
+// TestGGUFArchKeys reads each architecture's GGUF back with gguf-parser-go
+// and checks the names llama.cpp's loader looks up (llama-arch.cpp): the
+// key prefix, gemma3's sliding-window keys, the extra block tensors and
+// that 1-D tensors are F32.
+func TestGGUFArchKeys(t *testing.T) {
+	for _, c := range []struct {
+		arch, prefix string
+		keys         []string
+		tensors      []string // in block 0, besides the Llama nine
+	}{
+		{ArchLlama, "llama", nil, nil},
+		{ArchMistral, "llama", nil, nil},
+		{ArchQwen2, "qwen2", nil, []string{"attn_q.bias", "attn_k.bias", "attn_v.bias"}},
+		{ArchQwen3, "qwen3", []string{"attention.key_length"}, []string{"attn_q_norm.weight", "attn_k_norm.weight"}},
+		{ArchGemma3, "gemma3", []string{"attention.sliding_window", "attention.sliding_window_pattern"},
+			[]string{"attn_q_norm.weight", "attn_k_norm.weight", "post_attention_norm.weight", "post_ffw_norm.weight"}},
+	} {
+		t.Run(c.arch, func(t *testing.T) {
+			cfg := DefaultConfig()
+			cfg.Arch = c.arch
+			cfg.DType = swarm.DTypeQ8_0
+			p := filepath.Join(t.TempDir(), "m.gguf")
+			require.NoError(t, WriteGGUF(p, cfg))
+			gf, err := gguf.ParseGGUFFile(p)
+			require.NoError(t, err)
+			kv, ok := gf.Header.MetadataKV.Get("general.architecture")
+			require.True(t, ok)
+			require.Equal(t, c.prefix, kv.ValueString())
+			for _, k := range append([]string{"block_count", "embedding_length", "attention.head_count_kv", "rope.freq_base"}, c.keys...) {
+				_, ok := gf.Header.MetadataKV.Get(c.prefix + "." + k)
+				require.True(t, ok, "key %s.%s", c.prefix, k)
+			}
+			for _, n := range append([]string{"attn_norm.weight", "attn_q.weight", "ffn_down.weight"}, c.tensors...) {
+				ti, ok := gf.TensorInfos.Get("blk.0." + n)
+				require.True(t, ok, "tensor blk.0.%s", n)
+				if len(ti.Dimensions) == 1 {
+					require.Equal(t, gguf.GGMLTypeF32, ti.Type, n)
+				} else {
+					require.Equal(t, gguf.GGMLTypeQ8_0, ti.Type, n)
+				}
+			}
+			_, tied := gf.TensorInfos.Get("output.weight")
+			require.Equal(t, c.arch != ArchGemma3, tied, "gemma3 ties the LM head")
+		})
+	}
 }
 
 // TestQ8_0 checks the quantizer on a known block and its error bound.

@@ -40,8 +40,10 @@ func newModelSynthCmd() *cobra.Command {
 	var o synthOptions
 	cmd := &cobra.Command{
 		Use:   "synth --layers N --dim D --ffn F --heads H --kv-heads K --vocab V --dtype f16|f32 --out DIR",
-		Short: "Write a random-weight Llama model (for benchmarks and format tests)",
-		Long: `synth writes a Llama model with random weights (seeded: the same flags give the
+		Short: "Write a random-weight model of any supported architecture (for benchmarks and format tests)",
+		Long: `synth writes a model of --arch (llama, mistral, qwen2, qwen3 or gemma3: qwen2 with
+q/k/v biases, qwen3 and gemma3 with q/k norms, gemma3 with a 4-token sliding window
+on every other block) with random weights (seeded: the same flags give the
 same bytes) as a Hugging Face directory: DIR/config.json, DIR/model.safetensors,
 and the tokenizer as SentencePiece DIR/tokenizer.model and DIR/tokenizer.json,
 with a Llama-2-style vocabulary (3 special pieces, 256 byte pieces, then
@@ -60,6 +62,7 @@ Example (a 32-block model with 7B-shaped blocks needs ~13 GB as f16):
 	}
 	d := synth.DefaultConfig()
 	f := cmd.Flags()
+	f.StringVar(&o.cfg.Arch, "arch", "llama", "architecture: llama, mistral, qwen2, qwen3 or gemma3 (llama2c only for llama and mistral)")
 	f.IntVar(&o.cfg.Layers, "layers", d.Layers, "number of transformer blocks L")
 	f.IntVar(&o.cfg.Dim, "dim", d.Dim, "hidden size d_model")
 	f.IntVar(&o.cfg.FFN, "ffn", d.FFN, "SwiGLU inner size")
@@ -153,12 +156,15 @@ attention cache per block per token of a session).`,
 				return writeModelJSON(cmd.OutOrStdout(), info)
 			}
 			w := cmd.OutOrStdout()
-			fmt.Fprintf(w, "name %s (%s, %s)\n", info.Name, m.Format(), info.DType)
+			fmt.Fprintf(w, "name %s (%s %s, %s)\n", info.Name, info.Arch, m.Format(), info.DType)
 			fmt.Fprintf(w, "blocks %d, d_model %d, heads %d, kv heads %d, head dim %d, ffn %d, vocab %d, max seq len %d\n",
 				info.NBlocks, info.DModel, info.NHeads, info.NKVHeads, info.HeadDim, info.FFNDim, info.Vocab, info.MaxSeqLen)
 			fmt.Fprintf(w, "rope theta %g, norm eps %g, tied embeddings %v, bos %d, eos %d\n",
 				info.RopeTheta, info.NormEps, info.TiedEmbeddings, info.BOS, info.EOS)
 			fmt.Fprintf(w, "block bytes (s_m) %d, cache bytes per token per block %d\n", info.BlockBytes, info.CacheBytesPerToken)
+			if info.SlidingWindow > 0 {
+				fmt.Fprintf(w, "sliding window %d tokens, local:global pattern %d (0: every block slides)\n", info.SlidingWindow, info.SlidingPattern)
+			}
 			if p := m.TokenizerPath(); p != "" {
 				fmt.Fprintf(w, "tokenizer %s\n", p)
 			}
