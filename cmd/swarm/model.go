@@ -47,7 +47,9 @@ on every other block) with random weights (seeded: the same flags give the
 same bytes) as a Hugging Face directory: DIR/config.json, DIR/model.safetensors,
 and the tokenizer as SentencePiece DIR/tokenizer.model and DIR/tokenizer.json,
 with a Llama-2-style vocabulary (3 special pieces, 256 byte pieces, then
-printable characters and merges).
+printable characters and merges). --tokenizer FILE uses a real Hugging Face
+tokenizer.json instead (copied with its tokenizer_config.json; the vocabulary
+size follows it), embedded in GGUF as llama.cpp's converter does.
 
 --formats can add the same model as GGUF (DIR/NAME.gguf, tokenizer embedded)
 and as a llama2.c checkpoint (DIR/NAME.bin, version 0, with DIR/tokenizer.bin):
