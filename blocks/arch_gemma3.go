@@ -1,6 +1,7 @@
 package blocks
 
 import (
+	"encoding/json"
 	"fmt"
 	"math"
 
@@ -34,8 +35,10 @@ import (
 //     Tensors blk.N.{attn_q_norm,attn_k_norm,post_attention_norm,
 //     post_ffw_norm}.weight besides the Llama ones.
 //   - Hugging Face (model_type "gemma3_text", Gemma3ForCausalLM; the
-//     multimodal "gemma3" checkpoints nest it under text_config and are not
-//     read): norms w stored raw and shifted by 1 on load;
+//     multimodal "gemma3" checkpoints of 4B and up nest it under
+//     text_config and their tensors under language_model.model. or
+//     model.language_model., see gemma3TextConfig; the vision tower is
+//     not read): norms w stored raw and shifted by 1 on load;
 //     pre_feedforward_layernorm is the FFN norm, post_attention_layernorm
 //     and post_feedforward_layernorm the post norms; sliding_window_pattern
 //     or layer_types give the pattern.
@@ -156,4 +159,44 @@ func patternOf(types []string) (int, error) {
 		}
 	}
 	return pat, nil
+}
+
+// gemma3TextConfig returns the language model's config of a multimodal
+// Gemma 3 config.json (model_type "gemma3"): its text_config read over the
+// defaults of transformers' Gemma3TextConfig, which the published configs
+// rely on (the 4B text_config names only hidden_size, intermediate_size,
+// num_hidden_layers, rope_scaling and sliding_window). Token ids missing
+// there come from the outer config.
+func gemma3TextConfig(outer hfConfig) (hfConfig, error) {
+	window := 4096
+	t := hfConfig{
+		VocabSize: 262208, HiddenSize: 2304, IntermediateSize: 9216, NumHiddenLayers: 26,
+		NumAttentionHeads: 8, NumKeyValueHeads: 4, HeadDim: 256, MaxPositionEmbeddings: 131072,
+		RMSNormEps: 1e-6, RopeTheta: 1e6, RopeLocalBaseFreq: 10000, QueryPreAttnScalar: 256,
+		SlidingWindow: &window, SlidingWindowPattern: gemma3Pattern, HiddenActivation: "gelu_pytorch_tanh",
+		TieWordEmbeddings: true,
+	}
+	if err := json.Unmarshal(outer.TextConfig, &t); err != nil {
+		return hfConfig{}, err
+	}
+	if t.ModelType != "" && t.ModelType != "gemma3_text" {
+		return hfConfig{}, fmt.Errorf("model_type %q, want gemma3_text", t.ModelType)
+	}
+	t.ModelType, t.Architectures, t.TextConfig = "gemma3_text", nil, nil
+	if t.NameOrPath == "" {
+		t.NameOrPath = outer.NameOrPath
+	}
+	for _, id := range []struct {
+		dst      *json.RawMessage
+		src, def string
+	}{{&t.BOSTokenID, string(outer.BOSTokenID), "2"}, {&t.EOSTokenID, string(outer.EOSTokenID), "1"}} {
+		switch {
+		case len(*id.dst) > 0:
+		case id.src != "":
+			*id.dst = json.RawMessage(id.src)
+		default:
+			*id.dst = json.RawMessage(id.def)
+		}
+	}
+	return t, nil
 }

@@ -67,3 +67,25 @@ func TestArchTable(t *testing.T) {
 	_, err := archForGGUF("mistral")
 	require.ErrorContains(t, err, "not supported")
 }
+
+// TestGemma3TextConfigDefaults reads the text_config of Gemma 3 4B's
+// published config.json, which names only what differs from transformers'
+// Gemma3TextConfig defaults, and checks the 4B shape (8 heads, 4 KV
+// heads of 256, vocab 262208) and RoPE of the model card.
+func TestGemma3TextConfigDefaults(t *testing.T) {
+	outer := hfConfig{ModelType: "gemma3", EOSTokenID: []byte("[1, 106]"), TextConfig: []byte(`{
+		"hidden_size": 2560, "intermediate_size": 10240, "model_type": "gemma3_text",
+		"num_hidden_layers": 34, "rope_scaling": {"factor": 8.0, "rope_type": "linear"}, "sliding_window": 1024}`)}
+	c, err := gemma3TextConfig(outer)
+	require.NoError(t, err)
+	require.Equal(t, "gemma3_text", c.ModelType)
+	require.Equal(t, []int{2560, 10240, 34, 8, 4, 256, 262208, 6}, []int{c.HiddenSize, c.IntermediateSize, c.NumHiddenLayers,
+		c.NumAttentionHeads, c.NumKeyValueHeads, c.HeadDim, c.VocabSize, c.SlidingWindowPattern})
+	require.Equal(t, 1024, *c.SlidingWindow)
+	require.Equal(t, []float64{1e6, 10000, 256, 1e-6}, []float64{c.RopeTheta, c.RopeLocalBaseFreq, c.QueryPreAttnScalar, c.RMSNormEps})
+	require.Equal(t, &hfRopeScaling{RopeType: "linear", Factor: 8}, c.RopeScaling)
+	require.Equal(t, 2, tokenID(c.BOSTokenID, 0))
+	require.Equal(t, 1, tokenID(c.EOSTokenID, 0))
+	_, err = gemma3TextConfig(hfConfig{TextConfig: []byte(`{"model_type": "siglip"}`)})
+	require.ErrorContains(t, err, `model_type "siglip", want gemma3_text`)
+}

@@ -154,6 +154,9 @@ func openGGUF(m *Model, cfg *config, path string) error {
 	if info.NHeads > 0 {
 		info.HeadDim = g.integer(p+"attention.key_length", info.DModel/info.NHeads, false)
 	}
+	if vd := g.integer(p+"attention.value_length", info.HeadDim, false); vd != info.HeadDim && g.err == nil {
+		return fmt.Errorf("%w: %s: attention.value_length %d, want key_length %d (different value and key head sizes are not supported)", ErrFormat, path, vd, info.HeadDim)
+	}
 	if rd := g.integer(p+"rope.dimension_count", info.HeadDim, false); rd != info.HeadDim && g.err == nil {
 		return fmt.Errorf("%w: %s: rope.dimension_count %d, want head_dim %d (partial rotary is not supported)", ErrFormat, path, rd, info.HeadDim)
 	}

@@ -50,6 +50,9 @@ type hfConfig struct {
 	FinalLogitSoftcapping *float64 `json:"final_logit_softcapping"`
 	AttnLogitSoftcapping  *float64 `json:"attn_logit_softcapping"`
 	HiddenActivation      string   `json:"hidden_activation"`
+	// TextConfig is the language model's config of a multimodal
+	// checkpoint (Gemma 3 4B and up: model_type "gemma3").
+	TextConfig json.RawMessage `json:"text_config"`
 }
 
 type hfRopeScaling struct {
@@ -87,6 +90,13 @@ func openHF(m *Model, cfg *config, dir string) error {
 	var c hfConfig
 	if err := json.Unmarshal(raw, &c); err != nil {
 		return fmt.Errorf("%w: %s: %w", ErrFormat, cfgPath, err)
+	}
+	multimodal := false
+	if c.ModelType == "gemma3" && len(c.TextConfig) > 0 {
+		if c, err = gemma3TextConfig(c); err != nil {
+			return fmt.Errorf("%w: %s: text_config: %w", ErrFormat, cfgPath, err)
+		}
+		multimodal = true
 	}
 	a, err := archForHF(c.ModelType, c.Architectures)
 	if err != nil {
@@ -210,12 +220,22 @@ func openHF(m *Model, cfg *config, dir string) error {
 		}
 		return &r, nil
 	}
-	embed, err := get("model.embed_tokens.weight", true)
+	// The language model's tensors: "model." in a text-only checkpoint;
+	// multimodal ones nest it (transformers' older and newer layouts).
+	prefix := "model."
+	if multimodal {
+		for _, p := range []string{"language_model.model.", "model.language_model."} {
+			if _, ok := where[p+"embed_tokens.weight"]; ok {
+				prefix = p
+			}
+		}
+	}
+	embed, err := get(prefix+"embed_tokens.weight", true)
 	if err != nil {
 		return err
 	}
 	m.embed = *embed
-	norm, err := get("model.norm.weight", true)
+	norm, err := get(prefix+"norm.weight", true)
 	if err != nil {
 		return err
 	}
@@ -230,7 +250,7 @@ func openHF(m *Model, cfg *config, dir string) error {
 	m.layers = make([][nBlockTensors]tensorRef, info.NBlocks)
 	for b := range info.NBlocks {
 		for _, tn := range a.tensors {
-			t, err := get(fmt.Sprintf("model.layers.%d.%s", b, tn.hf), true)
+			t, err := get(fmt.Sprintf("%slayers.%d.%s", prefix, b, tn.hf), true)
 			if err != nil {
 				return err
 			}

@@ -197,8 +197,16 @@ func (m *Model) finish(cfg *config) error {
 		}
 		return nil
 	}
+	if m.arch.ffn != ffnDense {
+		return fmt.Errorf("%w: %s: architecture %s has a mixture-of-experts feed-forward, which the engine does not compute yet", ErrFormat, m.path, m.arch.name)
+	}
 	var blockBytes int64
 	for b, ts := range m.layers {
+		for _, tn := range m.arch.tensors {
+			if ts[tn.slot].file == nil {
+				return fmt.Errorf("%w: %s: block %d lacks tensor %s of architecture %s", ErrFormat, m.path, b, tn.gguf, m.arch.name)
+			}
+		}
 		var n int64
 		for slot, t := range ts {
 			if t.file == nil {

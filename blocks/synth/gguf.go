@@ -153,11 +153,15 @@ func WriteGGUF(path string, c Config) error {
 		{p + "block_count", uint32(c.Layers)},
 		{p + "attention.head_count", uint32(c.Heads)},
 		{p + "attention.head_count_kv", uint32(c.KVHeads)},
-		{p + "attention.key_length", uint32(c.headDim())},
-		{p + "attention.value_length", uint32(c.headDim())},
 		{p + "rope.dimension_count", uint32(c.headDim())},
 		{p + "rope.freq_base", float32(c.RopeTheta)},
 		{p + "attention.layer_norm_rms_epsilon", float32(c.NormEps)},
+	}
+	if c.headDim()*c.Heads != c.Dim || c.Arch == ArchQwen3 || c.Arch == ArchGemma3 {
+		// The converter writes the head size when config.json has
+		// head_dim and llama.cpp needs it when it is not dim/heads.
+		kvs = append(kvs, ggufKV{p + "attention.key_length", uint32(c.headDim())},
+			ggufKV{p + "attention.value_length", uint32(c.headDim())})
 	}
 	kvs = append(kvs, c.ggufArchKVs()...)
 	kvs = append(kvs, []ggufKV{

@@ -56,6 +56,27 @@ func TestModelSynthEndToEnd(t *testing.T) {
 	require.Equal(t, texts[0], texts[2])
 }
 
+// TestModelSynthGemma3 synthesizes a gemma3 model as GGUF and HF and
+// requires the info read back to carry the architecture, its sliding
+// window and pattern, and the tied embedding.
+func TestModelSynthGemma3(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "g")
+	out, errOut, code := runSwarmProcess(t, "model", "synth", "--arch", "gemma3", "--layers", "4", "--dtype", "bf16",
+		"--formats", "gguf,hf", "--out", dir, "--json")
+	require.Equal(t, 0, code, errOut)
+	var info swarm.ModelInfo
+	require.NoError(t, json.Unmarshal([]byte(out), &info))
+	require.Equal(t, "gemma3", info.Arch)
+	require.Equal(t, 4, info.SlidingWindow)
+	require.Equal(t, 2, info.SlidingPattern)
+	require.True(t, info.TiedEmbeddings)
+	require.Equal(t, []bool{true, false, true, false}, []bool{info.IsSliding(0), info.IsSliding(1), info.IsSliding(2), info.IsSliding(3)})
+	out, errOut, code = runSwarmProcess(t, "model", "info", "--model", dir)
+	require.Equal(t, 0, code, errOut)
+	require.Contains(t, out, "name g (gemma3 hf, bf16)")
+	require.Contains(t, out, "sliding window 4 tokens, local:global pattern 2")
+}
+
 // TestModelSynthErrors checks the usage errors of synth.
 func TestModelSynthErrors(t *testing.T) {
 	out := t.TempDir()
@@ -71,6 +92,8 @@ func TestModelSynthErrors(t *testing.T) {
 		{"small vocab", []string{"--out", out, "--vocab", "100"}, "vocab = 100"},
 		{"q8_0 as hf", []string{"--out", out, "--dim", "64", "--ffn", "64", "--dtype", "q8_0"}, "safetensors"},
 		{"bad format", []string{"--out", out, "--formats", "onnx"}, `"onnx"`},
+		{"bad arch", []string{"--out", out, "--arch", "phi3"}, `arch "phi3", want one of [llama mistral qwen2 qwen3 gemma3]`},
+		{"qwen3 as llama2c", []string{"--out", out, "--arch", "qwen3", "--formats", "llama2c"}, "llama2.c checkpoints hold only the llama architecture"},
 		{"missing tokenizer", []string{"--out", out, "--tokenizer", filepath.Join(out, "none.json")}, "none.json"},
 	}
 	for _, tt := range tests {
@@ -82,7 +105,7 @@ func TestModelSynthErrors(t *testing.T) {
 	}
 	help, _, code := runSwarmProcess(t, "model", "synth", "--help")
 	require.Equal(t, 0, code)
-	for _, f := range []string{"--layers", "--dim", "--ffn", "--heads", "--kv-heads", "--vocab", "--dtype", "--out", "--seed", "--name", "--formats", "--json", "--tokenizer"} {
+	for _, f := range []string{"--arch", "--layers", "--dim", "--ffn", "--heads", "--kv-heads", "--vocab", "--dtype", "--out", "--seed", "--name", "--formats", "--json", "--tokenizer"} {
 		require.Contains(t, help, f)
 	}
 }
