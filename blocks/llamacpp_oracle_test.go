@@ -58,10 +58,17 @@ var oracleArchs = []struct {
 	f32MaxTol, f32RMSTol float64 // when not zero, replace oracleDTypes' f32 tolerances
 }{
 	{arch: synth.ArchLlama, tokenizer: "llama3", dtypes: allDTypes},
-	{arch: synth.ArchQwen2, tokenizer: "qwen3", dtypes: allDTypes},
-	{arch: synth.ArchQwen3, tokenizer: "qwen3", dtypes: allDTypes},
-	{arch: synth.ArchGemma3, tokenizer: "gemma3", dtypes: allDTypes, f32MaxTol: 5e-3, f32RMSTol: 1e-3},
+	{arch: synth.ArchQwen2, tokenizer: "qwen3", dtypes: f32Only},
+	{arch: synth.ArchQwen3, tokenizer: "qwen3", dtypes: f32Only},
+	{arch: synth.ArchGemma3, tokenizer: "gemma3", dtypes: f32Only, f32MaxTol: 5e-3, f32RMSTol: 1e-3},
 }
+
+// f32Only runs the f32 row: the check of an architecture's computation.
+// The f16 and q8_0 rows check the weight formats, the same for every
+// architecture, and with these vocabularies (152k, 262k tokens) each row
+// costs tens of seconds under the race detector, so make test runs them
+// for llama only (measured for all four: see oracleDTypes).
+var f32Only = []int{0}
 
 // allDTypes runs every row of oracleDTypes.
 var allDTypes = []int{0, 1, 2}
