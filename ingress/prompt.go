@@ -20,8 +20,11 @@ import (
 // does: with add_special_tokens=False, so a template that writes its BOS
 // gets exactly one. A leading bosText becomes the BOS id explicitly,
 // because SentencePiece tokenizers of the llama2.c kind read "<s>" in text
-// as characters; the rest of the text is encoded without special tokens
-// (byte-level and Gemma tokenizers match the other special tokens in it).
+// as characters; the rest of the text is encoded without special tokens,
+// its control and user-defined pieces matched as ids (tokenizer.BPE's
+// EncodeSpecial for SentencePiece vocabularies such as a Gemma 3 GGUF's;
+// byte-level and Gemma tokenizer.json tokenizers match their added tokens
+// in Encode).
 func EncodePrompt(tok tokenizer.Tokenizer, bosText, text string, rendered, first bool) ([]int, error) {
 	if !rendered {
 		return tok.Encode(text, first)
@@ -30,7 +33,13 @@ func EncodePrompt(tok tokenizer.Tokenizer, bosText, text string, rendered, first
 	if rest, ok := strings.CutPrefix(text, bosText); ok && first && bosText != "" && tok.BOS() >= 0 {
 		ids, text = []int{tok.BOS()}, rest
 	}
-	more, err := tok.Encode(text, false)
+	var more []int
+	var err error
+	if sp, ok := tok.(interface{ EncodeSpecial(string) ([]int, error) }); ok {
+		more, err = sp.EncodeSpecial(text) // SentencePiece: match the template's special tokens
+	} else {
+		more, err = tok.Encode(text, false) // byte-level and Gemma tokenizer.json match their added tokens
+	}
 	if err != nil {
 		return nil, err
 	}

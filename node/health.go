@@ -21,7 +21,9 @@ func (c *Candidates) Health(ep api.Endpoint) error {
 	id, ok := ep.Peer()
 	if !ok {
 		if id, ok = c.peerOf(ep.Inference); !ok {
-			return nil
+			if id, ok = c.advertiser(ep.Inference); !ok {
+				return nil
+			}
 		}
 	}
 	e, ok := c.reg.Get(id)
@@ -32,4 +34,19 @@ func (c *Candidates) Health(ep api.Endpoint) error {
 		return fmt.Errorf("the registry shows node %s %s", id, e.State)
 	}
 	return nil
+}
+
+// advertiser finds the node whose registry entry advertises the websocket
+// url (a client given its route by an ingress never listed Endpoints) and
+// remembers it.
+func (c *Candidates) advertiser(url string) (string, bool) {
+	for _, e := range c.reg.Snapshot() {
+		if ws, ok := websocketEndpoint(e.Info.Endpoints); ok && ws.Inference == url {
+			c.mu.Lock()
+			c.peerOfLocked[url] = e.NodeID
+			c.mu.Unlock()
+			return e.NodeID, true
+		}
+	}
+	return "", false
 }

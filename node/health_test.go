@@ -15,9 +15,10 @@ import (
 
 // TestCandidates_Health: a server that crashes (stops heartbeating) turns
 // unhealthy when this replica suspects it, reported through the Changed
-// channels; by websocket URL (once listed) and by libp2p endpoint; a
+// channels; by websocket URL and by libp2p endpoint; a
 // DOWN server is unhealthy too; a server the registry never listed is not
-// judged.
+// judged. The websocket URL is found in the entries, as for a client
+// given its route by an ingress (no Endpoints call).
 func TestCandidates_Health(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		net := memtransport.NewNetwork()
@@ -35,9 +36,7 @@ func TestCandidates_Health(t *testing.T) {
 		require.NoError(t, down.reg.Publish(info(span(2, 5)), swarm.StateDown))
 		synctest.Wait()
 
-		c, err := NewCandidates(reader.reg, m)
-		require.NoError(t, err)
-		_, err = c.Endpoints(t.Context()) // lists the websocket URL of ws
+		c, err := NewCandidates(reader.reg, m) // Endpoints never called: as for a route handed over by an ingress
 		require.NoError(t, err)
 		wsEP, err := api.ParseEndpoint(wsURL)
 		require.NoError(t, err)

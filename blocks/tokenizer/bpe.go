@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 )
 
 // spaceMarker is SentencePiece's stand-in for a space, U+2581 "▁". Pieces of
@@ -48,6 +49,10 @@ type BPE struct {
 	removeExtraSpaces bool
 	// eog are the ids that end a generation, ascending (EndOfGeneration).
 	eog []int
+	// special matches the control and user-defined pieces in text
+	// (EncodeSpecial), built on first use.
+	special     addedTokens
+	specialOnce sync.Once
 }
 
 var _ Tokenizer = (*BPE)(nil)

@@ -204,3 +204,34 @@ func mergeSymbols(syms []symbol, pair pairFunc) {
 		try(c.left, l.next)
 	}
 }
+
+// EncodeSpecial encodes text in which special tokens appear as text (a
+// chat template's rendering: "<start_of_turn>user\n..."): the control and
+// user-defined pieces are matched first, leftmost-longest, and become
+// their ids, and the text between them is encoded without BOS, as
+// llama.cpp's tokenize(parse_special=true) and transformers' added-token
+// matching do. Errors are Encode's.
+func (t *BPE) EncodeSpecial(text string) ([]int, error) {
+	t.specialOnce.Do(func() {
+		var list []addedToken
+		for id, typ := range t.types {
+			if (typ == TypeControl || typ == TypeUserDefined) && len(t.pieces[id]) > 1 {
+				list = append(list, addedToken{id: id, content: t.pieces[id], control: typ == TypeControl})
+			}
+		}
+		t.special = newAddedTokens(list)
+	})
+	var out []int
+	for _, sec := range t.special.split(text) {
+		if sec.id >= 0 {
+			out = append(out, sec.id)
+			continue
+		}
+		ids, err := t.Encode(sec.text, false)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, ids...)
+	}
+	return out, nil
+}
