@@ -88,6 +88,7 @@ var depRules = map[string]depRule{
 	"ingress/ingresstest":   {never: []string{"cmd"}, testOnly: true},
 	"internal/testenv":      {only: []string{}, testOnly: true},
 	"internal/supervise":    {only: []string{}},
+	"internal/launch":       {only: []string{"internal/supervise"}},
 }
 
 type listedPackage struct {
