@@ -58,6 +58,10 @@ type Config struct {
 	RequestTimeout time.Duration
 	// Seed seeds the choice of victims, signals and jitter.
 	Seed uint64
+	// IdleOpens, when > 0, adds an idle-attack phase between the two: the
+	// streams run as at rest while one client sends IdleOpens Open frames
+	// (max_length 1) round-robin to the servers and never steps them.
+	IdleOpens int
 	// Prompts are cycled through by the streams (default DefaultPrompts).
 	Prompts []string
 }
@@ -82,6 +86,8 @@ func (c *Config) AddFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&c.ServerBlocks, "server-blocks", c.ServerBlocks, "blocks each server has memory for; 0 = ceil(2 blocks / servers)")
 	fs.DurationVar(&c.StartTimeout, "start-timeout", c.StartTimeout, "how long a server or the proxy may take to start")
 	fs.DurationVar(&c.RequestTimeout, "request-timeout", c.RequestTimeout, "how long one request may take before it counts as failed")
+	fs.IntVar(&c.IdleOpens, "idle-attack", c.IdleOpens, "if > 0, add an idle-attack phase (no churn) between the two: one client sends this many\n"+
+		"session Opens (max_length 1) to the servers' websockets and never steps them")
 	fs.Uint64Var(&c.Seed, "seed", c.Seed, "seed of the victims, signals and jitter")
 }
 
@@ -100,6 +106,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("churn: --kill-every %v, want > 0", c.KillEvery)
 	case c.MaxTokens < 1:
 		return fmt.Errorf("churn: --max-tokens %d, want >= 1", c.MaxTokens)
+	case c.IdleOpens < 0:
+		return fmt.Errorf("churn: --idle-attack %d, want >= 0", c.IdleOpens)
 	case c.ServerBlocks < 0:
 		return fmt.Errorf("churn: --server-blocks %d, want >= 0", c.ServerBlocks)
 	case c.StartTimeout <= 0 || c.RequestTimeout <= 0:

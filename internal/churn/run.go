@@ -49,6 +49,12 @@ type Report struct {
 	// Baseline and Churn summarize each phase (TTFT percentiles, TPOT).
 	Baseline loadtest.Phase `json:"baseline"`
 	Churn    loadtest.Phase `json:"churn"`
+	// With an idle attack (Config.IdleOpens), its phase's request time
+	// percentiles, its summary and what the attacker did.
+	P50IdleAttack float64         `json:"p50_idle_attack_s,omitempty"`
+	P99IdleAttack float64         `json:"p99_idle_attack_s,omitempty"`
+	IdlePhase     *loadtest.Phase `json:"idle_attack_phase,omitempty"`
+	IdleAttack    *IdleAttack     `json:"idle_attack,omitempty"`
 	Disruptions
 	// Servers, Streams, Duration (seconds per phase) and MaxTokens are the
 	// load; ServerBlocks the blocks each server had memory for.
@@ -78,9 +84,17 @@ func (r Report) WriteText(w io.Writer) error {
 		r.Requests, r.Servers, r.Streams, r.Duration, r.MaxTokens, r.Failed, r.WrongOutputs,
 		r.P50Baseline, r.P99Baseline, r.P50Churn, r.P99Churn, r.P99Churn/max(r.P99Baseline, 1e-9),
 		r.Kinds, r.Resumed, r.KilledStopped, r.Skipped, r.Replacements, r.ReplacementErrors, r.Crashed)
-	for _, s := range []string{r.Baseline.FirstErr, r.Churn.FirstErr, r.FirstWrong, r.Shutdown} {
+	if r.IdleAttack != nil && err == nil {
+		_, err = fmt.Fprintf(w, "idle attack: p50 %.3fs p99 %.3fs (p99 ratio %.2f); attacker %+v\n",
+			r.P50IdleAttack, r.P99IdleAttack, r.P99IdleAttack/max(r.P99Baseline, 1e-9), *r.IdleAttack)
+	}
+	firsts := []string{r.Baseline.FirstErr, r.Churn.FirstErr, r.FirstWrong, r.Shutdown}
+	if r.IdlePhase != nil {
+		firsts = append(firsts, r.IdlePhase.FirstErr)
+	}
+	for _, s := range firsts {
 		if s != "" && err == nil {
-			_, err = fmt.Fprintln(w, s)
+			_, err = fmt.Fprintln(w, "first error:", s)
 		}
 	}
 	return err
@@ -166,8 +180,21 @@ func Run(ctx context.Context, cfg Config, logs io.Writer) (rep Report, err error
 	if err != nil {
 		return rep, err
 	}
+	phases := [][]result{base}
+	names := []string{"baseline"}
+	if cfg.IdleOpens > 0 {
+		fmt.Fprintf(logs, "swarm bench churn: idle-attack phase, %v, %d idle session opens\n", cfg.Duration, cfg.IdleOpens)
+		var targets []target
+		for _, m := range p.running() {
+			targets = append(targets, target{url: m.srv.URL, span: m.span})
+		}
+		var att IdleAttack
+		phases = append(phases, runPhase(ctx, cfg, req, func(ctx context.Context) { att = idleAttack(ctx, targets, info.Name, cfg.IdleOpens) }))
+		names = append(names, "idle_attack")
+		rep.IdleAttack = &att
+	}
 	fmt.Fprintf(logs, "swarm bench churn: churn phase, %v, a disruption every %v-%v\n", cfg.Duration, cfg.KillEvery, cfg.KillEvery*5/4)
-	churned := runPhase(ctx, cfg, req, func(ctx context.Context) {
+	phases = append(phases, runPhase(ctx, cfg, req, func(ctx context.Context) {
 		for {
 			wait := cfg.KillEvery + time.Duration(p.rng.Int64N(int64(cfg.KillEvery/4)+1))
 			select {
@@ -177,10 +204,11 @@ func Run(ctx context.Context, cfg Config, logs io.Writer) (rep Report, err error
 			}
 			p.disrupt(ctx)
 		}
-	})
+	}))
+	names = append(names, "churn")
 	rep.Disruptions = p.stats
-	for i, ph := range [][]result{base, churned} {
-		name := []string{"baseline", "churn"}[i]
+	for i, ph := range phases {
+		name := names[i]
 		var samples []loadtest.Sample
 		var totals []float64
 		for _, r := range ph {
@@ -199,9 +227,12 @@ func Run(ctx context.Context, cfg Config, logs io.Writer) (rep Report, err error
 		slices.Sort(totals)
 		sum := loadtest.Summarize(name, samples, cfg.Duration)
 		p50, p99 := loadtest.Percentile(totals, 0.5), loadtest.Percentile(totals, 0.99)
-		if i == 0 {
+		switch name {
+		case "baseline":
 			rep.Baseline, rep.P50Baseline, rep.P99Baseline = sum, p50, p99
-		} else {
+		case "idle_attack":
+			rep.IdlePhase, rep.P50IdleAttack, rep.P99IdleAttack = &sum, p50, p99
+		default:
 			rep.Churn, rep.P50Churn, rep.P99Churn = sum, p50, p99
 		}
 		rep.Requests += sum.Requests
