@@ -89,7 +89,7 @@ var depRules = map[string]depRule{
 	"internal/testenv":      {only: []string{}, testOnly: true},
 	"internal/supervise":    {only: []string{}},
 	"internal/launch":       {only: []string{"internal/supervise"}},
-	"internal/churn":        {never: []string{"server", "client", "registry", "node", "sim", "cmd", "ingress/openai", "ingress/petals"}, required: []string{"internal/launch", "ingress/loadtest"}},
+	"internal/churn":        {never: []string{"server", "client", "sim", "cmd", "ingress/openai", "ingress/petals"}, required: []string{"internal/launch", "ingress/loadtest"}},
 }
 
 type listedPackage struct {

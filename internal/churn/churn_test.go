@@ -14,24 +14,26 @@ import (
 
 // TestBenchChurnShort runs `swarm bench churn` briefly on stories260K: 3
 // servers, 2 streams, 5 s without churn, 5 s while one client (from
-// 127.0.0.2) opens 2,000 idle sessions, then 5 s with a disruption every
-// 2-2.5 s. Every output equals its prompt's output at rest, the idle
-// sessions cost the other client no request, something was disrupted and
-// replaced, and the JSON has the fields issue 19 names. Latency ratios are measured, not asserted (a shared
+// 127.0.0.2) opens 2,000 idle sessions, 5 s with a fake registry entry
+// pointing at a black hole, then 5 s with a disruption every 2-2.5 s.
+// Every output equals its prompt's output at rest, neither attack costs
+// the streams a request, no session is routed to the black hole,
+// something was disrupted and replaced, and the JSON has the fields issue
+// 19 names. Latency ratios are measured, not asserted (a shared
 // machine's noise would decide them).
 func TestBenchChurnShort(t *testing.T) {
 	model := testenv.SharedFile(t, "models", "stories260K", "stories260K.bin")
 	tok := testenv.SharedFile(t, "models", "stories260K", "tok512.bin")
 	var stdout, stderr bytes.Buffer
 	cmd := exec.Command(testenv.SwarmBinary(t), "bench", "churn", "--model", model, "--tokenizer", tok,
-		"--servers", "3", "--streams", "2", "--duration", "5s", "--kill-every", "2s", "--idle-attack", "2000", "--seed", "3", "--json")
+		"--servers", "3", "--streams", "2", "--duration", "5s", "--kill-every", "2s", "--idle-attack", "2000", "--black-hole", "--seed", "3", "--json")
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	require.NoError(t, cmd.Run(), stderr.String())
 	t.Logf("%s", stdout.String())
 
 	var fields map[string]any
 	require.NoError(t, json.Unmarshal(stdout.Bytes(), &fields))
-	for _, k := range []string{"requests", "failed", "wrong_outputs", "p99_baseline_s", "p99_churn_s", "p50_baseline_s", "p50_churn_s", "kills", "replacements", "p99_idle_attack_s", "idle_attack"} {
+	for _, k := range []string{"requests", "failed", "wrong_outputs", "p99_baseline_s", "p99_churn_s", "p50_baseline_s", "p50_churn_s", "kills", "replacements", "p99_idle_attack_s", "idle_attack", "p99_black_hole_s", "black_hole"} {
 		require.Contains(t, fields, k)
 	}
 	var rep churn.Report
@@ -44,7 +46,12 @@ func TestBenchChurnShort(t *testing.T) {
 	require.Positive(t, rep.IdleAttack.Granted, "the attacker held no session: %+v", *rep.IdleAttack)
 	require.Positive(t, rep.IdlePhase.Requests)
 	require.Zero(t, rep.IdlePhase.Errors, "idle sessions of another client denied service: %s", rep.IdlePhase.FirstErr)
-	require.Equal(t, rep.Baseline.Requests+rep.IdlePhase.Requests+rep.Churn.Requests, rep.Requests)
+	require.NotNil(t, rep.BlackHole)
+	require.NotNil(t, rep.BlackHolePhase)
+	require.Positive(t, rep.BlackHolePhase.Requests)
+	require.Zero(t, rep.BlackHolePhase.Errors, "a black hole in the registry failed requests: %s", rep.BlackHolePhase.FirstErr)
+	require.Zero(t, rep.BlackHole.Inference, "sessions were routed to the black hole: %+v", *rep.BlackHole)
+	require.Equal(t, rep.Baseline.Requests+rep.IdlePhase.Requests+rep.BlackHolePhase.Requests+rep.Churn.Requests, rep.Requests)
 	disrupted := 0
 	for _, n := range rep.Kinds {
 		disrupted += n

@@ -62,6 +62,10 @@ type Config struct {
 	// streams run as at rest while one client sends IdleOpens Open frames
 	// (max_length 1) round-robin to the servers and never steps them.
 	IdleOpens int
+	// BlackHole adds a black-hole phase before the churn phase: a fake
+	// server, registered under its own key, advertises the whole model at
+	// a port that accepts and never answers.
+	BlackHole bool
 	// Prompts are cycled through by the streams (default DefaultPrompts).
 	Prompts []string
 }
@@ -88,6 +92,8 @@ func (c *Config) AddFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&c.RequestTimeout, "request-timeout", c.RequestTimeout, "how long one request may take before it counts as failed")
 	fs.IntVar(&c.IdleOpens, "idle-attack", c.IdleOpens, "if > 0, add an idle-attack phase (no churn) between the two: one client sends this many\n"+
 		"session Opens (max_length 1) to the servers' websockets and never steps them")
+	fs.BoolVar(&c.BlackHole, "black-hole", c.BlackHole, "add a black-hole phase (no churn) before the churn phase: a fake registry entry advertises the whole\n"+
+		"model at a port that accepts and never answers")
 	fs.Uint64Var(&c.Seed, "seed", c.Seed, "seed of the victims, signals and jitter")
 }
 

@@ -16,7 +16,13 @@
 // percentiles (seconds), so that churn's cost is the ratio of the two p99s
 // measured in one run.
 //
-// It drives processes and HTTP from outside, as an operator would: this
-// package must never import server, client, registry, node, ingress (the
-// gateway and its front ends), sim or cmd.
+// Optional phases between the two attack the swarm: an idle-session
+// attacker (IdleOpens) and a black hole (BlackHole), a fake server that
+// joins the registry with its own key, as any Sybil can.
+//
+// It drives the swarm from outside, as an operator or an attacker would:
+// processes, HTTP, the session protocol (api, swarm/wire) and, for the
+// black hole, a registry member of its own (node, registry). This package
+// must never import server, client, the ingress gateway's front ends, sim
+// or cmd.
 package churn

@@ -55,6 +55,12 @@ type Report struct {
 	P99IdleAttack float64         `json:"p99_idle_attack_s,omitempty"`
 	IdlePhase     *loadtest.Phase `json:"idle_attack_phase,omitempty"`
 	IdleAttack    *IdleAttack     `json:"idle_attack,omitempty"`
+	// With a black hole (Config.BlackHole), its phase's percentiles, its
+	// summary and what the black hole saw.
+	P50BlackHole   float64         `json:"p50_black_hole_s,omitempty"`
+	P99BlackHole   float64         `json:"p99_black_hole_s,omitempty"`
+	BlackHolePhase *loadtest.Phase `json:"black_hole_phase,omitempty"`
+	BlackHole      *BlackHole      `json:"black_hole,omitempty"`
 	Disruptions
 	// Servers, Streams, Duration (seconds per phase) and MaxTokens are the
 	// load; ServerBlocks the blocks each server had memory for.
@@ -88,9 +94,15 @@ func (r Report) WriteText(w io.Writer) error {
 		_, err = fmt.Fprintf(w, "idle attack: p50 %.3fs p99 %.3fs (p99 ratio %.2f); attacker %+v\n",
 			r.P50IdleAttack, r.P99IdleAttack, r.P99IdleAttack/max(r.P99Baseline, 1e-9), *r.IdleAttack)
 	}
+	if r.BlackHole != nil && err == nil {
+		_, err = fmt.Fprintf(w, "black hole: p50 %.3fs p99 %.3fs (p99 ratio %.2f); it saw %+v\n",
+			r.P50BlackHole, r.P99BlackHole, r.P99BlackHole/max(r.P99Baseline, 1e-9), *r.BlackHole)
+	}
 	firsts := []string{r.Baseline.FirstErr, r.Churn.FirstErr, r.FirstWrong, r.Shutdown}
-	if r.IdlePhase != nil {
-		firsts = append(firsts, r.IdlePhase.FirstErr)
+	for _, ph := range []*loadtest.Phase{r.IdlePhase, r.BlackHolePhase} {
+		if ph != nil {
+			firsts = append(firsts, ph.FirstErr)
+		}
 	}
 	for _, s := range firsts {
 		if s != "" && err == nil {
@@ -193,6 +205,20 @@ func Run(ctx context.Context, cfg Config, logs io.Writer) (rep Report, err error
 		names = append(names, "idle_attack")
 		rep.IdleAttack = &att
 	}
+	if cfg.BlackHole {
+		bh, err := startBlackHole(ctx, p.addrs(), info.NBlocks)
+		if err != nil {
+			return rep, err
+		}
+		fmt.Fprintf(logs, "swarm bench churn: black-hole phase, %v, a fake server at %s\n", cfg.Duration, bh.ln.Addr())
+		phases = append(phases, runPhase(ctx, cfg, req, nil))
+		names = append(names, "black_hole")
+		st := bh.stats()
+		rep.BlackHole = &st
+		if err := bh.close(); err != nil {
+			fmt.Fprintf(logs, "swarm bench churn: black hole: %v\n", err)
+		}
+	}
 	fmt.Fprintf(logs, "swarm bench churn: churn phase, %v, a disruption every %v-%v\n", cfg.Duration, cfg.KillEvery, cfg.KillEvery*5/4)
 	phases = append(phases, runPhase(ctx, cfg, req, func(ctx context.Context) {
 		for {
@@ -232,6 +258,8 @@ func Run(ctx context.Context, cfg Config, logs io.Writer) (rep Report, err error
 			rep.Baseline, rep.P50Baseline, rep.P99Baseline = sum, p50, p99
 		case "idle_attack":
 			rep.IdlePhase, rep.P50IdleAttack, rep.P99IdleAttack = &sum, p50, p99
+		case "black_hole":
+			rep.BlackHolePhase, rep.P50BlackHole, rep.P99BlackHole = &sum, p50, p99
 		default:
 			rep.Churn, rep.P50Churn, rep.P99Churn = sum, p50, p99
 		}
