@@ -32,6 +32,19 @@ func TestBansBackOff(t *testing.T) {
 			require.NoError(t, b.Banned("s"), "free at the end of the ban")
 		}
 		require.NoError(t, b.Banned("other"))
+
+		// Six requests probed "c" at once and all timed out together: one
+		// outage, one 15 s ban, not 15 s doubled five times (seen by
+		// `swarm bench churn` on a SIGSTOPped server: an 8 min ban).
+		for range 6 {
+			require.Equal(t, 15*time.Second, b.Fail("c", cause))
+		}
+		time.Sleep(5 * time.Second)
+		require.Equal(t, 10*time.Second, b.Fail("c", cause), "a late failure of the same outage: the ban stands")
+		time.Sleep(10 * time.Second)
+		require.NoError(t, b.Banned("c"))
+		require.Equal(t, 30*time.Second, b.Fail("c", cause), "a failure after the ban ended is the next one")
+
 		b.Succeed("s")
 		require.Equal(t, 15*time.Second, b.Fail("s", cause), "the count starts over")
 
