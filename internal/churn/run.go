@@ -118,8 +118,9 @@ type result struct {
 	loadtest.Sample
 }
 
-// Run starts the swarm and the proxy, runs the no-churn then the churn
-// phase, stops every process and reports; logs gets the processes'
+// Run starts the swarm and the proxy, runs the no-churn phase, the
+// idle-attack and black-hole phases when asked, then the churn phase,
+// stops every process and reports; logs gets the processes'
 // stderr and the harness's own lines. It fails when the swarm cannot
 // start or the no-churn phase gives no reference for a prompt.
 func Run(ctx context.Context, cfg Config, logs io.Writer) (rep Report, err error) {
