@@ -100,6 +100,8 @@ func (c *Config) AddFlags(fs *pflag.FlagSet) {
 // Validate reports the first field out of range.
 func (c Config) Validate() error {
 	switch {
+	case signals == nil:
+		return errors.New("churn: needs a Unix system: servers are disrupted with SIGKILL, SIGSTOP and SIGTERM")
 	case c.Model == "":
 		return errors.New("churn: no model: give --model")
 	case c.Servers < 2:

@@ -145,10 +145,10 @@ func (p *pool) disrupt(ctx context.Context) {
 		}
 		m.stopped = false
 		if p.rng.IntN(2) == 0 {
-			p.signal(m, syscall.SIGCONT, "SIGCONT")
+			p.signal(m, sigCont, "SIGCONT")
 			p.stats.Resumed++
 		} else {
-			p.signal(m, syscall.SIGKILL, "SIGKILL")
+			p.signal(m, signals[KindKill], "SIGKILL")
 			m.gone = true
 			p.stats.KilledStopped++
 		}
@@ -165,8 +165,7 @@ func (p *pool) disrupt(ctx context.Context) {
 	} else {
 		m := spare[p.rng.IntN(len(spare))]
 		kind := []string{KindKill, KindStop, KindTerm}[p.rng.IntN(3)]
-		sig := map[string]syscall.Signal{KindKill: syscall.SIGKILL, KindStop: syscall.SIGSTOP, KindTerm: syscall.SIGTERM}[kind]
-		p.signal(m, sig, strings.ToUpper(kind))
+		p.signal(m, signals[kind], strings.ToUpper(kind))
 		p.stats.Kinds[kind]++
 		m.stopped = kind == KindStop
 		m.gone = !m.stopped

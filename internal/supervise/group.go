@@ -139,7 +139,7 @@ func (g *Group) Stop() error {
 	g.stopOnce.Do(func() {
 		for _, c := range g.children {
 			_ = c.Cmd.Process.Signal(syscall.SIGTERM)
-			_ = c.Cmd.Process.Signal(syscall.SIGCONT) // a stopped child must run to see SIGTERM
+			resume(c.Cmd.Process) // a stopped child must run to see SIGTERM
 		}
 		timer := time.NewTimer(g.stopTimeout)
 		defer timer.Stop()
