@@ -52,7 +52,10 @@ func NewBans(base, max time.Duration) (*Bans, error) {
 }
 
 // Fail records a failure of server now and bans it: Base * 2^(n-1) for its
-// n-th consecutive failure, at most Max. It returns the ban's length.
+// n-th consecutive failure, at most Max. It returns the ban's length. A
+// failure while the server is banned already (concurrent probes or
+// sessions that all started before the first of them failed: one outage)
+// does not count again: the ban stands and Fail returns what is left of it.
 func (b *Bans) Fail(server string, cause error) time.Duration {
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -60,6 +63,9 @@ func (b *Bans) Fail(server string, cause error) time.Duration {
 	if r == nil {
 		r = &ban{}
 		b.byServerLocked[server] = r
+	}
+	if left := time.Until(r.until); left > 0 {
+		return left
 	}
 	r.failures++
 	d := b.max

@@ -1,13 +1,17 @@
 package client_test
 
 import (
+	"context"
 	"errors"
+	"sync/atomic"
+	"syscall"
 	"testing"
 	"testing/synctest"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/swarmllm/swarm/api"
 	"github.com/swarmllm/swarm/client"
 	"github.com/swarmllm/swarm/server/servertest"
 )
@@ -32,6 +36,19 @@ func TestBansBackOff(t *testing.T) {
 			require.NoError(t, b.Banned("s"), "free at the end of the ban")
 		}
 		require.NoError(t, b.Banned("other"))
+
+		// Six requests probed "c" at once and all timed out together: one
+		// outage, one 15 s ban, not 15 s doubled five times (seen by
+		// `swarm bench churn` on a SIGSTOPped server: an 8 min ban).
+		for range 6 {
+			require.Equal(t, 15*time.Second, b.Fail("c", cause))
+		}
+		time.Sleep(5 * time.Second)
+		require.Equal(t, 10*time.Second, b.Fail("c", cause), "a late failure of the same outage: the ban stands")
+		time.Sleep(10 * time.Second)
+		require.NoError(t, b.Banned("c"))
+		require.Equal(t, 30*time.Second, b.Fail("c", cause), "a failure after the ban ended is the next one")
+
 		b.Succeed("s")
 		require.Equal(t, 15*time.Second, b.Fail("s", cause), "the count starts over")
 
@@ -77,4 +94,30 @@ func TestInMemBlackHoleIsProbedOncePerBan(t *testing.T) {
 		require.ErrorIs(t, bans.Banned(hole.URL), client.ErrBanned)
 		require.NoError(t, bans.Banned(good.URL))
 	})
+}
+
+// TestInMemRefusedDialBans: a server whose info answers but whose session
+// connection is refused (it died after its last probe: `swarm bench churn`
+// saw a proxy dial a SIGKILLed server again for every request for 2 s) is
+// banned at the first refusal, so the next Open does not dial it again.
+func TestInMemRefusedDialBans(t *testing.T) {
+	m := servertest.NewModel(t, servertest.ModelConfig())
+	n := servertest.NewNetwork(t, m)
+	dead := n.Start("dead", m.Info().Blocks(), nil)
+	bans, err := client.NewBans(client.DefaultBanBase, client.DefaultBanMax)
+	require.NoError(t, err)
+	var dials atomic.Int32
+	refuse := func(ctx context.Context, ep api.Endpoint, maxPayload int) (api.FrameConn, error) {
+		dials.Add(1)
+		return nil, syscall.ECONNREFUSED
+	}
+	c, err := client.New(m.Head(), n.Addrs(), client.WithDialer(refuse), client.WithInfoFetcher(n.Info), client.WithBans(bans))
+	require.NoError(t, err)
+	_, err = c.Open(t.Context(), 8)
+	require.ErrorContains(t, err, "connection refused")
+	require.Equal(t, int32(1), dials.Load())
+	require.ErrorIs(t, bans.Banned(dead.URL), client.ErrBanned)
+	_, err = c.Open(t.Context(), 8)
+	require.ErrorContains(t, err, "banned after failing")
+	require.Equal(t, int32(1), dials.Load(), "a banned server is not dialled")
 }

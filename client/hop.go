@@ -39,7 +39,7 @@ func openHop(ctx context.Context, cfg *config, ep api.Endpoint, model string, sp
 	defer cancel()
 	fc, err := cfg.dial(dctx, ep, wire.MaxStepPayload(maxLength, dModel))
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("%w: %w", errUnreachable, err)
 	}
 	h := &hopConn{
 		ep: ep, fc: fc, dtype: cfg.wireDType,
@@ -272,10 +272,18 @@ func failoverWorthy(err error) bool {
 		errors.Is(err, ErrUnhealthy)
 }
 
+// errUnreachable marks a hop whose server could not be dialled (a refused
+// or timed-out connection: a dead or unreachable server).
+var errUnreachable = errors.New("client: server unreachable")
+
 // banWorthy reports whether a hop's error should ban its server (Bans): it
-// failed or did not answer, as opposed to being full (NoRoom, alloc
-// Timeout, TooManySessions) or having expired an idle session.
+// could not be dialled, failed or did not answer, as opposed to being full
+// (NoRoom, alloc Timeout, TooManySessions) or having expired an idle
+// session.
 func banWorthy(err error) bool {
+	if errors.Is(err, errUnreachable) {
+		return true
+	}
 	var we *wire.Error
 	if errors.As(err, &we) {
 		switch we.Code {

@@ -333,6 +333,9 @@ func (g *Gateway) Candidates(ctx context.Context, m Model, fresh bool) []client.
 			})
 		}
 		p.mu.Unlock()
+		// A server banned since the probe (a session could not dial it:
+		// it died) is left out now, not once the cache is refreshed.
+		markBanned(g.bans, cands)
 		return cands
 	}
 	p.mu.Unlock()
@@ -349,12 +352,17 @@ func (g *Gateway) Candidates(ctx context.Context, m Model, fresh bool) []client.
 // banned), and marks banned replicas unusable.
 func (g *Gateway) probe(ctx context.Context, m Model) []client.Candidate {
 	cands := g.cfg.Source.Candidates(ctx, m.Head, client.WithBans(g.bans))
+	markBanned(g.bans, cands)
+	return cands
+}
+
+// markBanned sets the Err of each usable candidate that bans lists now.
+func markBanned(bans *client.Bans, cands []client.Candidate) {
 	for i := range cands {
 		if cands[i].Err == nil {
-			cands[i].Err = g.bans.Banned(cands[i].Endpoint.Inference)
+			cands[i].Err = bans.Banned(cands[i].Endpoint.Inference)
 		}
 	}
-	return cands
 }
 
 // SessionRequest opens a Session.

@@ -2,6 +2,7 @@ package ingress_test
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"regexp"
@@ -9,6 +10,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -75,4 +77,32 @@ func TestOpenProbesOnceAndRoutesOnce(t *testing.T) {
 	require.Equal(t, 1, metric(t, gw, "swarm_ingress_probe_rounds_total"))
 	require.Equal(t, 1, metric(t, gw, "swarm_ingress_routings_total"))
 	require.Len(t, sess.Plan().Hops, 3)
+}
+
+// TestCachedCandidatesHonourNewBans: a server banned after the probe round
+// (a session found it dead) is left out of the cached candidates at once,
+// not after --refresh: `swarm bench churn` saw the proxy dial a SIGKILLed
+// server for every request until its cache was refreshed.
+func TestCachedCandidatesHonourNewBans(t *testing.T) {
+	urls := ingresstest.StartChain(t)
+	bans, err := client.NewBans(client.DefaultBanBase, client.DefaultBanMax)
+	require.NoError(t, err)
+	gw := ingresstest.Gateway(t, urls, nil, func(cfg *ingress.Config) {
+		cfg.Bans = bans
+		cfg.Refresh = time.Hour
+	})
+	m := gw.Models()[0]
+	for _, c := range gw.Candidates(context.Background(), m, false) {
+		require.NoError(t, c.Err, c.Endpoint.Inference)
+	}
+	dead := gw.Candidates(context.Background(), m, false)[1].Endpoint.Inference
+	bans.Fail(dead, errors.New("connection refused"))
+	for _, c := range gw.Candidates(context.Background(), m, false) {
+		if c.Endpoint.Inference == dead {
+			require.ErrorIs(t, c.Err, client.ErrBanned)
+		} else {
+			require.NoError(t, c.Err, c.Endpoint.Inference)
+		}
+	}
+	require.Equal(t, 1, metric(t, gw, "swarm_ingress_probe_rounds_total"), "from the cache")
 }

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -18,6 +17,7 @@ import (
 	"github.com/swarmllm/swarm/blocks"
 	"github.com/swarmllm/swarm/client"
 	"github.com/swarmllm/swarm/hub"
+	"github.com/swarmllm/swarm/internal/launch"
 	"github.com/swarmllm/swarm/internal/supervise"
 	"github.com/swarmllm/swarm/node"
 	"github.com/swarmllm/swarm/registry"
@@ -142,26 +142,16 @@ func runDemo(ctx context.Context, out, errOut io.Writer, o demoOptions) (err err
 	for i, nb := range demoBlocks {
 		// M_j = m_j (s_m + s_c) for R = 1 and the whole context: CG-BP line 1
 		// gives the server nb blocks (paper 003 eq. 2 and Alg. 1).
-		memory := int64(nb) * (info.BlockBytes + info.CacheBytes(info.MaxSeqLen))
-		args := []string{"serve", "--model", paths.Model, "--tokenizer", paths.Tokenizer, "--blocks", "auto",
-			"--memory", fmt.Sprint(memory), "--target-sessions", "1", "--max-length", fmt.Sprint(info.MaxSeqLen),
-			"--join-settle", demoJoinSettle.String(), "--listen", "127.0.0.1:0", "--p2p-listen", "/ip4/127.0.0.1/tcp/0",
-			"--log-level", "warn", "--drain-timeout", "5s"}
-		if i > 0 {
-			args = append(args, "--bootstrap", strings.Join(bootstrap, ","))
-		}
-		c, err := servers.Start(ctx, o.startTimeout, 2, exe, args...)
+		spec := launch.Serve{Model: paths.Model, Tokenizer: paths.Tokenizer, Memory: int64(nb) * (info.BlockBytes + info.CacheBytes(info.MaxSeqLen)),
+			TargetSessions: 1, MaxLength: info.MaxSeqLen, Bootstrap: bootstrap, JoinSettle: demoJoinSettle, DrainTimeout: 5 * time.Second}
+		s, err := spec.Start(ctx, servers, o.startTimeout, exe)
 		if err != nil {
 			return fmt.Errorf("demo: %w", err)
 		}
-		url, span, addrs, err := parseServeReady(c.Ready)
-		if err != nil {
-			return fmt.Errorf("demo: server %d: %w", c.Cmd.Process.Pid, err)
-		}
 		if i == 0 {
-			bootstrap = addrs
+			bootstrap = s.Addrs
 		}
-		fmt.Fprintf(errOut, "swarm demo: server blocks %s pid %d %s\n", span, c.Cmd.Process.Pid, url)
+		fmt.Fprintf(errOut, "swarm demo: server blocks %s pid %d %s\n", s.Span, s.Child.Cmd.Process.Pid, s.URL)
 	}
 	return demoGenerate(ctx, out, errOut, paths, bootstrap, sampler, o)
 }
@@ -239,22 +229,4 @@ func demoGenerate(ctx context.Context, out, errOut io.Writer, paths hub.Paths, b
 	fmt.Fprintf(errOut, "swarm demo: prompt %d tokens, generated %d; TTFT %v, TPOT %v\n",
 		len(prompt), st.Tokens, st.TTFT.Round(time.Microsecond), st.TPOT.Round(time.Microsecond))
 	return nil
-}
-
-// parseServeReady reads the two ready lines `swarm serve` prints: its URL,
-// then its registry line (a JSON object with its blocks and addresses).
-func parseServeReady(lines []string) (url, span string, addrs []string, err error) {
-	url = strings.TrimSpace(strings.TrimPrefix(lines[0], serveReadyPrefix))
-	if !strings.HasPrefix(lines[0], serveReadyPrefix) || url == "" {
-		return "", "", nil, fmt.Errorf("printed %q, want %q followed by its URL", lines[0], serveReadyPrefix)
-	}
-	var reg struct {
-		Blocks string   `json:"blocks"`
-		Addrs  []string `json:"addrs"`
-	}
-	js, ok := strings.CutPrefix(lines[1], serveRegistryPrefix)
-	if !ok || json.Unmarshal([]byte(js), &reg) != nil || reg.Blocks == "" || len(reg.Addrs) == 0 {
-		return "", "", nil, fmt.Errorf("printed %q, want %q and a JSON object with its blocks and addresses", lines[1], serveRegistryPrefix)
-	}
-	return url, reg.Blocks, reg.Addrs, nil
 }

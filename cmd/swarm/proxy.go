@@ -17,15 +17,12 @@ import (
 	"github.com/swarmllm/swarm/ingress"
 	"github.com/swarmllm/swarm/ingress/openai"
 	"github.com/swarmllm/swarm/ingress/petals"
+	"github.com/swarmllm/swarm/internal/launch"
 	"github.com/swarmllm/swarm/node"
 	"github.com/swarmllm/swarm/registry"
 	"github.com/swarmllm/swarm/swarm"
 	"github.com/swarmllm/swarm/swarm/p2p"
 )
-
-// proxyReadyPrefix starts the line proxy prints on stdout once it listens;
-// tests and scripts parse the URL after it.
-const proxyReadyPrefix = "swarm proxy: listening on "
 
 const proxyLong = `proxy runs an ingress node: the entry point through which applications
 use the swarm. It loads only the head of each model (embeddings, final norm,
@@ -307,7 +304,7 @@ func runProxy(ctx context.Context, out, errOut io.Writer, o proxyOptions) error 
 		names = append(names, m.Name)
 	}
 	logger.Info("proxy serving", "models", names, "url", url, "servers", len(o.servers), "replicas", len(o.replicas), "api_keys", o.apiKeys != "")
-	if _, err := fmt.Fprintln(out, proxyReadyPrefix+url); err != nil {
+	if _, err := fmt.Fprintln(out, launch.ProxyReadyPrefix+url); err != nil {
 		ln.Close()
 		return err
 	}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/swarmllm/swarm/internal/launch"
 	"github.com/swarmllm/swarm/internal/supervise"
 	"github.com/swarmllm/swarm/internal/testenv"
 )
@@ -93,7 +94,7 @@ func startChainProcs(t *testing.T, extra ...string) []string {
 func startProxyProc(t *testing.T, args ...string) *proc {
 	t.Helper()
 	args = append(append([]string{"proxy", "--listen", "127.0.0.1:0"}, stories260K(t)...), args...)
-	p := startProc(t, swarmCmd(t, args...), proxyReadyPrefix)
+	p := startProc(t, swarmCmd(t, args...), launch.ProxyReadyPrefix)
 	require.Regexp(t, `^http://127\.0\.0\.1:\d+$`, p.url)
 	return p
 }
@@ -268,7 +269,7 @@ func TestFullRangeReplica(t *testing.T) {
 	backend := "http://127.0.0.1:" + strconv.Itoa(port)
 	engine := "exec node " + filepath.Join(dir, "llama_engine.mjs") + " --model " + gguf + " --port " + strconv.Itoa(port)
 	replica := startProc(t, swarmCmd(t, "serve", "--full-range", "--process", engine, "--backend-url", backend,
-		"--model", gguf, "--provider", "bob", "--listen", "127.0.0.1:0", "--health-interval", "1s"), serveReadyPrefix)
+		"--model", gguf, "--provider", "bob", "--listen", "127.0.0.1:0", "--health-interval", "1s"), launch.ServeReadyPrefix)
 	require.Regexp(t, `^http://127\.0\.0\.1:\d+$`, replica.url)
 
 	var servers []string

@@ -13,6 +13,7 @@ import (
 
 	"github.com/swarmllm/swarm/ingress"
 	"github.com/swarmllm/swarm/ingress/ingresstest"
+	"github.com/swarmllm/swarm/internal/launch"
 )
 
 // TestProxyEndpoints checks the read-only endpoints of the proxy handler
@@ -100,7 +101,7 @@ func TestProxyHelp(t *testing.T) {
 	require.Equal(t, 0, code)
 	for _, s := range []string{"--model", "--tokenizer", "--listen", "--servers", "--replicas", "--bootstrap", "--api-keys",
 		"--refresh", "--max-retries", "--step-timeout", "--alloc-timeout", "--wire-dtype", "--wait", "--log-level",
-		"/v1/chat/completions", "/api/v2/generate", "/api/v1/state", "/metrics", "X-Swarm-Providers", proxyReadyPrefix} {
+		"/v1/chat/completions", "/api/v2/generate", "/api/v1/state", "/metrics", "X-Swarm-Providers", launch.ProxyReadyPrefix} {
 		require.Contains(t, out, s)
 	}
 	out, _, code = runSwarmProcess(t, "serve", "--help")

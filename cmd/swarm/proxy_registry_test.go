@@ -11,6 +11,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/swarmllm/swarm/internal/launch"
 	"github.com/swarmllm/swarm/internal/supervise"
 	"github.com/swarmllm/swarm/internal/testenv"
 )
@@ -28,7 +29,7 @@ func bootstrapAddr(t *testing.T, p *proc) string {
 	for time.Now().Before(deadline) {
 		lines := strings.Split(w.Output(), "\n")
 		for _, l := range lines {
-			if js, ok := strings.CutPrefix(l, serveRegistryPrefix); ok {
+			if js, ok := strings.CutPrefix(l, launch.ServeRegistryPrefix); ok {
 				var v struct {
 					Addrs []string `json:"addrs"`
 				}
@@ -62,7 +63,7 @@ func TestProxyBootstrap(t *testing.T) {
 	engine := "exec node " + filepath.Join(dir, "llama_engine.mjs") + " --model " + models + "/stories260K.gguf --port " + strconv.Itoa(port)
 	args := append([]string{"serve", "--full-range", "--process", engine, "--backend-url", "http://127.0.0.1:" + strconv.Itoa(port),
 		"--model", models + "/stories260K.gguf", "--provider", "bob", "--listen", "127.0.0.1:0", "--p2p-listen", "/ip4/127.0.0.1/tcp/0"}, fastRegistry...)
-	replica := startProc(t, swarmCmd(t, args...), serveReadyPrefix)
+	replica := startProc(t, swarmCmd(t, args...), launch.ServeReadyPrefix)
 	boot := bootstrapAddr(t, replica)
 
 	startServeProc(t, append([]string{"--model", models + "/stories260K.bin", "--blocks", "0:5", "--provider", "alice",

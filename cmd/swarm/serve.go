@@ -15,20 +15,13 @@ import (
 
 	"github.com/swarmllm/swarm/api"
 	"github.com/swarmllm/swarm/hub/modelsrc"
+	"github.com/swarmllm/swarm/internal/launch"
 	"github.com/swarmllm/swarm/node"
 	"github.com/swarmllm/swarm/registry"
 	"github.com/swarmllm/swarm/server"
 	"github.com/swarmllm/swarm/swarm"
 	"github.com/swarmllm/swarm/swarm/p2p"
 )
-
-// serveReadyPrefix starts the line serve prints on stdout once it accepts
-// sessions; scripts, tests and `swarm demo` parse the URL after it.
-const serveReadyPrefix = "swarm serve: listening on "
-
-// serveRegistryPrefix starts the second stdout line of a server in the
-// swarm: a JSON object with its peer id, span and libp2p addresses.
-const serveRegistryPrefix = "swarm serve: registry "
 
 // defaultTargetSessions is R of `swarm serve --blocks auto` when
 // --target-sessions is not given.
@@ -254,7 +247,7 @@ func runServe(ctx context.Context, out, errOut io.Writer, cfg server.Config, o s
 	info := srv.ModelInfo()
 	logger.Info("serving", "model", info.Name, "blocks", cfg.Blocks.String(), "url", url,
 		"info", strings.TrimSuffix(strings.Replace(url, "ws://", "http://", 1), api.InferencePath)+api.InfoPath)
-	if _, err := fmt.Fprintln(out, serveReadyPrefix+url); err != nil {
+	if _, err := fmt.Fprintln(out, launch.ServeReadyPrefix+url); err != nil {
 		return err
 	}
 	return srv.Serve(ctx, ln)
@@ -305,7 +298,7 @@ func runSwarmServe(ctx context.Context, out io.Writer, logger *slog.Logger, cfg 
 		if err != nil {
 			return err
 		}
-		_, err = fmt.Fprintf(out, "%s%s\n%s%s\n", serveReadyPrefix, url, serveRegistryPrefix, line)
+		_, err = fmt.Fprintf(out, "%s%s\n%s%s\n", launch.ServeReadyPrefix, url, launch.ServeRegistryPrefix, line)
 		return err
 	})
 	if errors.Is(err, server.ErrBadConfig) || errors.Is(err, node.ErrBadConfig) || errors.Is(err, node.ErrPlacement) {

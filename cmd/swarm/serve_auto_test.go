@@ -18,6 +18,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/swarmllm/swarm/blocks"
+	"github.com/swarmllm/swarm/internal/launch"
 	"github.com/swarmllm/swarm/internal/testenv"
 )
 
@@ -71,11 +72,11 @@ func (p *swarmServer) readReady(r *bufio.Reader) error {
 	if err != nil {
 		return fmt.Errorf("no registry line after %q (%w)", line1, err)
 	}
-	url, ok := strings.CutPrefix(strings.TrimSpace(line1), serveReadyPrefix)
+	url, ok := strings.CutPrefix(strings.TrimSpace(line1), launch.ServeReadyPrefix)
 	if !ok {
 		return fmt.Errorf("first line %q", line1)
 	}
-	js, ok := strings.CutPrefix(strings.TrimSpace(line2), serveRegistryPrefix)
+	js, ok := strings.CutPrefix(strings.TrimSpace(line2), launch.ServeRegistryPrefix)
 	if !ok {
 		return fmt.Errorf("second line %q", line2)
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/swarmllm/swarm/blocks"
+	"github.com/swarmllm/swarm/internal/launch"
 	"github.com/swarmllm/swarm/node"
 	"github.com/swarmllm/swarm/server"
 	"github.com/swarmllm/swarm/server/fullrange"
@@ -114,7 +115,7 @@ func runServeFullRange(ctx context.Context, out, errOut io.Writer, cfg server.Co
 	info := srv.Info()
 	logger.Info("full-range replica serving", "model", info.Model, "blocks", info.Span.String(), "url", url, "backend", c.BackendURL, "provider", c.Provider)
 	if !joinSwarm {
-		if _, err := fmt.Fprintln(out, serveReadyPrefix+url); err != nil {
+		if _, err := fmt.Fprintln(out, launch.ServeReadyPrefix+url); err != nil {
 			return err
 		}
 		return srv.Serve(ctx, ln)
@@ -132,7 +133,7 @@ func runServeFullRange(ctx context.Context, out, errOut io.Writer, cfg server.Co
 	if err != nil {
 		return err
 	}
-	if _, err := fmt.Fprintf(out, "%s%s\n%s%s\n", serveReadyPrefix, url, serveRegistryPrefix, line); err != nil {
+	if _, err := fmt.Fprintf(out, "%s%s\n%s%s\n", launch.ServeReadyPrefix, url, launch.ServeRegistryPrefix, line); err != nil {
 		return err
 	}
 	return srv.Serve(ctx, ln)

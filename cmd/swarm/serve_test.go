@@ -10,6 +10,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/swarmllm/swarm/internal/launch"
 	"github.com/swarmllm/swarm/internal/supervise"
 	"github.com/swarmllm/swarm/internal/testenv"
 )
@@ -47,8 +48,8 @@ func startServeProc(t *testing.T, args ...string) *serveProc {
 	})
 	select {
 	case line := <-ready.Lines():
-		require.True(t, strings.HasPrefix(line, serveReadyPrefix), line)
-		p.url = strings.TrimPrefix(line, serveReadyPrefix)
+		require.True(t, strings.HasPrefix(line, launch.ServeReadyPrefix), line)
+		p.url = strings.TrimPrefix(line, launch.ServeReadyPrefix)
 		require.Regexp(t, `^ws://127\.0\.0\.1:\d+/v1/inference$`, p.url)
 	case <-p.done:
 		t.Fatalf("swarm serve exited before listening (%v): %s", p.err, p.stderr.String())

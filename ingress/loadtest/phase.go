@@ -14,6 +14,9 @@ type Sample struct {
 	TTFT, Total time.Duration
 	// Tokens counts the tokens received.
 	Tokens int
+	// Text is the generated text, when the Request collects it
+	// (Completions does).
+	Text string
 	// Err is why the request failed (nil when it did not).
 	Err error
 }

@@ -51,7 +51,7 @@ func Direct(c *client.Client, prompt []int, maxTokens int) Request {
 // Completions returns a Request that POSTs a greedy streaming completion
 // of prompt, maxTokens tokens of model, to baseURL + "/v1/completions"
 // (the OpenAI-compatible API) with hc, and counts each event whose first
-// choice has text as a token, until "[DONE]" or the end of the stream.
+// choice has text as a token (its text goes to Sample.Text), until "[DONE]" or the end of the stream.
 // Its Sample.Err is the transport's error, the body of a status other
 // than 200 OK ("HTTP STATUS: BODY"), or a malformed event.
 func Completions(hc *http.Client, baseURL, model, prompt string, maxTokens int) Request {
@@ -85,7 +85,8 @@ func Completions(hc *http.Client, baseURL, model, prompt string, maxTokens int) 
 	}
 }
 
-// readStream counts the tokens of a completion's event stream into s.
+// readStream counts the tokens of a completion's event stream into s and
+// appends their text to s.Text.
 func readStream(r io.Reader, start time.Time, s *Sample) error {
 	for ev, err := range sse.Read(r, nil) {
 		if err != nil {
@@ -103,6 +104,7 @@ func readStream(r io.Reader, start time.Time, s *Sample) error {
 			return err
 		}
 		if len(ch.Choices) > 0 && ch.Choices[0].Text != "" {
+			s.Text += ch.Choices[0].Text
 			if s.Tokens == 0 {
 				s.TTFT = time.Since(start)
 			}

@@ -34,6 +34,7 @@ func TestCompletions(t *testing.T) {
 	s := loadtest.Completions(hs.Client(), hs.URL, "stories260K", "Once", 3)(context.Background())
 	require.NoError(t, s.Err)
 	require.Equal(t, 3, s.Tokens)
+	require.Equal(t, "Once upon a", s.Text, "the texts of the events before [DONE]")
 	require.Positive(t, s.TTFT)
 	require.GreaterOrEqual(t, s.Total, s.TTFT)
 	require.Equal(t, map[string]any{"model": "stories260K", "prompt": "Once", "max_tokens": 3.0, "temperature": 0.0, "stream": true}, got)

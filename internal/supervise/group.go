@@ -45,6 +45,28 @@ type Child struct {
 	Ready []string
 	done  chan struct{} // closed when the process has been waited for
 	err   error         // its exit status, once done
+
+	mu       sync.Mutex
+	signaled bool // the parent sent it a signal on purpose (Signal)
+}
+
+// Signal sends sig to the child on purpose (a churn harness killing or
+// stopping it): Stop then never reports its exit status as a failure.
+// It reports the kill(2) error (os.ErrProcessDone once it is gone).
+func (c *Child) Signal(sig syscall.Signal) error {
+	c.mu.Lock()
+	c.signaled = true
+	c.mu.Unlock()
+	return c.Cmd.Process.Signal(sig)
+}
+
+// Done is closed once the child has exited and been waited for.
+func (c *Child) Done() <-chan struct{} { return c.done }
+
+func (c *Child) wasSignaled() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.signaled
 }
 
 type spawnRequest struct {
@@ -112,11 +134,12 @@ func (g *Group) Start(ctx context.Context, timeout time.Duration, ready int, exe
 // SIGKILL to the ones still running, waits for them all and ends the
 // spawner thread; it reports "stopped N <name>s (pids ...)" to logs. It
 // returns an error naming the children that exited with a failure status
-// after SIGTERM. It is idempotent.
+// after SIGTERM, except those sent a signal with Child.Signal. It is idempotent.
 func (g *Group) Stop() error {
 	g.stopOnce.Do(func() {
 		for _, c := range g.children {
 			_ = c.Cmd.Process.Signal(syscall.SIGTERM)
+			resume(c.Cmd.Process) // a stopped child must run to see SIGTERM
 		}
 		timer := time.NewTimer(g.stopTimeout)
 		defer timer.Stop()
@@ -142,7 +165,7 @@ func (g *Group) Stop() error {
 		var failed []string
 		for i, c := range g.children {
 			pids[i] = fmt.Sprint(c.Cmd.Process.Pid)
-			if c.err != nil && !slices.Contains(killed, c.Cmd.Process.Pid) {
+			if c.err != nil && !slices.Contains(killed, c.Cmd.Process.Pid) && !c.wasSignaled() {
 				failed = append(failed, fmt.Sprintf("%d: %v", c.Cmd.Process.Pid, c.err))
 			}
 		}
