@@ -3,6 +3,7 @@ package ingress
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
 
 	"github.com/swarmllm/swarm/swarm"
@@ -132,5 +133,25 @@ func (g *Gateway) StateHandler() http.Handler {
 		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")
 		_ = enc.Encode(g.State(r.Context()))
+	})
+}
+
+// UsageHandler serves GET /api/v1/usage: the calling API key's usage as
+// JSON, or an OpenAI-style error (401 invalid_api_key, 429
+// rate_limit_exceeded with Retry-After).
+func (g *Gateway) UsageHandler() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		acct, err := g.Authenticate(r)
+		w.Header().Set("Content-Type", "application/json")
+		if err != nil {
+			code := "invalid_api_key"
+			if errors.Is(err, ErrRateLimited) {
+				code = "rate_limit_exceeded"
+			}
+			w.WriteHeader(AuthStatus(err, w.Header()))
+			_ = json.NewEncoder(w).Encode(map[string]any{"error": map[string]any{"message": err.Error(), "type": "invalid_request_error", "code": code, "param": nil}})
+			return
+		}
+		_ = json.NewEncoder(w).Encode(g.Usage(acct))
 	})
 }

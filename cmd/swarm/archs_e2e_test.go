@@ -11,6 +11,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/swarmllm/swarm/internal/launch"
 )
 
 // TestProxyServesQwen3AndGemma3 is issue 11's swarm acceptance test: a
@@ -60,7 +62,7 @@ func TestProxyServesQwen3AndGemma3(t *testing.T) {
 		}
 		proxyArgs = append(proxyArgs, "--model", gguf, "--servers", strings.Join(urls, ","))
 	}
-	proxy := startProc(t, swarmCmd(t, append([]string{"proxy", "--listen", "127.0.0.1:0"}, proxyArgs...)...), proxyReadyPrefix)
+	proxy := startProc(t, swarmCmd(t, append([]string{"proxy", "--listen", "127.0.0.1:0"}, proxyArgs...)...), launch.ProxyReadyPrefix)
 
 	for _, arch := range models {
 		t.Run(arch, func(t *testing.T) {

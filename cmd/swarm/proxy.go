@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -77,18 +76,17 @@ Examples:
 
 // proxyOptions are the flags of `swarm proxy`.
 type proxyOptions struct {
-	models     []string
-	tokenizers []string
-	listen     string
-	servers    []string
-	replicas   []string
-	apiKeys    string
-	cors       []string
-	refresh    time.Duration
-	maxRetries int
-	rateLimit  float64
-	rateBurst  int
-	// coverageWait is how long a request waits for coverage to return.
+	models       []string
+	tokenizers   []string
+	listen       string
+	servers      []string
+	replicas     []string
+	apiKeys      string
+	cors         []string
+	refresh      time.Duration
+	maxRetries   int
+	rateLimit    float64
+	rateBurst    int
 	coverageWait time.Duration
 	logLevel     string
 
@@ -167,20 +165,7 @@ func newProxyHandler(gw *ingress.Gateway) (http.Handler, error) {
 	mux.Handle(petals.Path, petals.New(gw))
 	mux.Handle(petals.HTTPPath, petals.New(gw))
 	mux.Handle("GET /api/v1/state", gw.StateHandler())
-	mux.HandleFunc("GET /api/v1/usage", func(w http.ResponseWriter, r *http.Request) {
-		acct, err := gw.Authenticate(r)
-		w.Header().Set("Content-Type", "application/json")
-		if err != nil {
-			code := "invalid_api_key"
-			if errors.Is(err, ingress.ErrRateLimited) {
-				code = "rate_limit_exceeded"
-			}
-			w.WriteHeader(ingress.AuthStatus(err, w.Header()))
-			_ = json.NewEncoder(w).Encode(map[string]any{"error": map[string]any{"message": err.Error(), "type": "invalid_request_error", "code": code, "param": nil}})
-			return
-		}
-		_ = json.NewEncoder(w).Encode(gw.Usage(acct))
-	})
+	mux.Handle("GET /api/v1/usage", gw.UsageHandler())
 	mux.Handle("GET /metrics", gw.MetricsHandler())
 	mux.HandleFunc("GET /health", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
