@@ -98,6 +98,11 @@ func runStatus(cmd *cobra.Command, o statusOptions) error {
 		return fmt.Errorf("status: %w (--wait %v)", err, o.wait)
 	}
 	entries := reg.Snapshot()
+	for id, off := range reg.ClockOffsets() { // entries stamped ahead of this clock are refused: say so
+		if off > o.reg.MaxClockSkew {
+			fmt.Fprintf(cmd.ErrOrStderr(), "status: node %s is refused: its clock runs %v ahead of this one (--max-clock-skew %v)\n", id, off, o.reg.MaxClockSkew)
+		}
+	}
 	if o.json {
 		return writeStatusJSON(cmd.OutOrStdout(), entries)
 	}
@@ -115,6 +120,7 @@ type statusServer struct {
 	Tau            float64 `json:"tau"`
 	Sessions       int     `json:"sessions"`
 	CacheFreeBytes int64   `json:"cache_free_bytes"`
+	HeartbeatAgeS  float64 `json:"heartbeat_age_s"` // now - its last stamp: < 0 when its clock runs ahead
 }
 
 func writeStatusJSON(w io.Writer, entries []registry.Entry) error {
@@ -132,6 +138,7 @@ func writeStatusJSON(w io.Writer, entries []registry.Entry) error {
 			Tau:            e.Info.Tau,
 			Sessions:       len(e.Info.Sessions),
 			CacheFreeBytes: e.Info.CacheBytesFree,
+			HeartbeatAgeS:  time.Since(e.Heartbeat).Seconds(),
 		})
 	}
 	enc := json.NewEncoder(w)
@@ -141,10 +148,10 @@ func writeStatusJSON(w io.Writer, entries []registry.Entry) error {
 
 func writeStatusTable(w io.Writer, entries []registry.Entry) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "NODE\tPROVIDER\tMODEL\tSPAN\tSTATE\tTAU\tSESSIONS\tCACHE FREE")
+	fmt.Fprintln(tw, "NODE\tPROVIDER\tMODEL\tSPAN\tSTATE\tTAU\tSESSIONS\tCACHE FREE\tHEARTBEAT AGE")
 	for _, e := range entries {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%d\t%d\n", e.NodeID, dash(e.Info.Provider), dash(e.Info.Model),
-			e.Info.Span, e.State, time.Duration(e.Info.Tau*float64(time.Second)), len(e.Info.Sessions), e.Info.CacheBytesFree)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%d\t%d\t%v\n", e.NodeID, dash(e.Info.Provider), dash(e.Info.Model), e.Info.Span,
+			e.State, time.Duration(e.Info.Tau*float64(time.Second)), len(e.Info.Sessions), e.Info.CacheBytesFree, time.Since(e.Heartbeat).Round(100*time.Millisecond))
 	}
 	if err := tw.Flush(); err != nil {
 		return err

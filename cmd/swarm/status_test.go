@@ -91,7 +91,7 @@ func statusServers(t require.TestingT, bin, bootstrap string) []statusServer {
 		Servers []map[string]any `json:"servers"`
 	}
 	require.NoError(t, json.Unmarshal(stdout.Bytes(), &raw), stdout.String())
-	wantKeys := []string{"cache_free_bytes", "end", "id", "model", "provider", "sessions", "start", "state", "tau"}
+	wantKeys := []string{"cache_free_bytes", "end", "heartbeat_age_s", "id", "model", "provider", "sessions", "start", "state", "tau"}
 	for _, s := range raw.Servers {
 		var keys []string
 		for k := range s {
@@ -106,6 +106,10 @@ func statusServers(t require.TestingT, bin, bootstrap string) []statusServer {
 	dec := json.NewDecoder(bytes.NewReader(stdout.Bytes()))
 	dec.DisallowUnknownFields()
 	require.NoError(t, dec.Decode(&out))
+	for i, s := range out.Servers { // one machine, one clock: a stamp is never from the future
+		require.GreaterOrEqual(t, s.HeartbeatAgeS, -0.05, s.ID)
+		out.Servers[i].HeartbeatAgeS = 0 // compared below as a whole; the age is checked here
+	}
 	return out.Servers
 }
 
@@ -156,6 +160,7 @@ func TestStatus_EndToEnd(t *testing.T) {
 	require.Zero(t, code, errOut)
 	require.Contains(t, table, "NODE")
 	require.Contains(t, table, "CACHE FREE")
+	require.Contains(t, table, "HEARTBEAT AGE")
 	require.Contains(t, table, "stories260K  blocks 0..4: 1 1 2 1 1\n", "JOIN servers do not count")
 
 	// SIGKILL b: no LEFT is announced; it must leave routing (SUSPECTED),
