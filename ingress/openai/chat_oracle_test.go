@@ -54,18 +54,8 @@ func jsDir(t *testing.T) string {
 // runOracle renders the cases with chat_template_oracle.mjs.
 func runOracle(t *testing.T, dir string, cases []oracleCase) []oracleResult {
 	t.Helper()
-	in, err := json.Marshal(cases)
-	require.NoError(t, err)
-	cmd := exec.Command("node", "chat_template_oracle.mjs")
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "TZ=UTC")
-	cmd.Stdin = bytes.NewReader(in)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	require.NoError(t, err, "node chat_template_oracle.mjs: %s", stderr.String())
 	var res []oracleResult
-	require.NoError(t, json.Unmarshal(out, &res))
+	testenv.NodeOracle(t, "chat_template_oracle.mjs", cases, &res) // TZ=UTC: strftime_now
 	require.Len(t, res, len(cases))
 	return res
 }
