@@ -4,16 +4,16 @@ BIN     ?= bin/swarm
 PKGS    ?= ./...
 TIMEOUT ?= 25m
 
-.PHONY: all build test vet fmt-check cross demo bench fuzz tidy clean
+.PHONY: all build test vet fmt-check cross oracles demo bench fuzz tidy clean
 
 all: build
 
 build:
 	CGO_ENABLED=0 $(GO) build -o $(BIN) ./cmd/swarm
 
-# The tests: formatting, vet, the other platforms build, then every package
-# with the race detector.
-test: fmt-check vet cross
+# The tests: formatting, vet, the other platforms build, the llama.cpp
+# oracle's every row, then every package with the race detector.
+test: fmt-check vet cross oracles
 	$(GO) test -race -timeout $(TIMEOUT) $(PKGS)
 
 # Windows and macOS must build (what they lack, e.g. process groups for a
@@ -21,6 +21,12 @@ test: fmt-check vet cross
 cross:
 	GOOS=windows GOARCH=amd64 CGO_ENABLED=0 $(GO) build -o /dev/null ./cmd/swarm
 	GOOS=darwin GOARCH=arm64 CGO_ENABLED=0 $(GO) build -o /dev/null ./cmd/swarm
+
+# Every architecture x {f32, f16, q8_0} against llama.cpp (node-llama-cpp):
+# about a minute without -race; under -race (below) only the f32 rows and
+# llama's run, each row costing tens of seconds there.
+oracles:
+	$(GO) test -run '^TestLlamaCppOracle$$' ./blocks
 
 vet:
 	$(GO) vet $(PKGS)

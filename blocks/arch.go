@@ -17,46 +17,23 @@ import (
 // (gguf.go, hf.go) look the family up here; the block forward (block.go)
 // and the head (head.go) run whatever optional tensors a layer holds.
 
-// Block tensor slots: every tensor a block of any architecture may hold.
-// An architecture lists the slots it has (archDesc.slots); the others stay
-// absent (tensorRef.file == nil, nil in layer).
-const (
-	tAttnNorm     = iota // [DModel] RMSNorm before attention
-	tWQ                  // [NHeads*HeadDim, DModel]
-	tWK                  // [NKVHeads*HeadDim, DModel]
-	tWV                  // [NKVHeads*HeadDim, DModel]
-	tWO                  // [DModel, NHeads*HeadDim]
-	tBQ                  // [NHeads*HeadDim] q bias (Qwen2)
-	tBK                  // [NKVHeads*HeadDim] k bias (Qwen2)
-	tBV                  // [NKVHeads*HeadDim] v bias (Qwen2)
-	tQNorm               // [HeadDim] per-head RMSNorm of q before RoPE (Qwen3, Gemma 3)
-	tKNorm               // [HeadDim] per-head RMSNorm of k before RoPE (Qwen3, Gemma 3)
-	tPostAttnNorm        // [DModel] RMSNorm of the attention output (Gemma 3)
-	tFFNNorm             // [DModel] RMSNorm before the feed-forward
-	tW1                  // gate [FFNDim, DModel]
-	tW2                  // down [DModel, FFNDim]
-	tW3                  // up [FFNDim, DModel]
-	tPostFFNNorm         // [DModel] RMSNorm of the feed-forward output (Gemma 3)
-	nBlockTensors
-)
-
 // isNorm reports whether slot holds RMSNorm weights (which Gemma's HF
 // checkpoints store as w for a (1+w) scale).
-func isNorm(slot int) bool {
+func isNorm(slot Slot) bool {
 	switch slot {
-	case tAttnNorm, tQNorm, tKNorm, tPostAttnNorm, tFFNNorm, tPostFFNNorm:
+	case SlotAttnNorm, SlotQNorm, SlotKNorm, SlotPostAttnNorm, SlotFFNNorm, SlotPostFFNNorm:
 		return true
 	}
 	return false
 }
 
 // slotShape is the [rows, cols] of a slot's tensor for info.
-func slotShape(slot int, info *swarm.ModelInfo) (rows, cols int) {
+func slotShape(slot Slot, info *swarm.ModelInfo) (rows, cols int) {
 	d, q, kv, f := info.DModel, info.NHeads*info.HeadDim, info.NKVHeads*info.HeadDim, info.FFNDim
-	shapes := [nBlockTensors][2]int{
-		tAttnNorm: {1, d}, tWQ: {q, d}, tWK: {kv, d}, tWV: {kv, d}, tWO: {d, q},
-		tBQ: {1, q}, tBK: {1, kv}, tBV: {1, kv}, tQNorm: {1, info.HeadDim}, tKNorm: {1, info.HeadDim},
-		tPostAttnNorm: {1, d}, tFFNNorm: {1, d}, tW1: {f, d}, tW2: {d, f}, tW3: {f, d}, tPostFFNNorm: {1, d},
+	shapes := [NumSlots][2]int{
+		SlotAttnNorm: {1, d}, SlotWQ: {q, d}, SlotWK: {kv, d}, SlotWV: {kv, d}, SlotWO: {d, q},
+		SlotBQ: {1, q}, SlotBK: {1, kv}, SlotBV: {1, kv}, SlotQNorm: {1, info.HeadDim}, SlotKNorm: {1, info.HeadDim},
+		SlotPostAttnNorm: {1, d}, SlotFFNNorm: {1, d}, SlotW1: {f, d}, SlotW2: {d, f}, SlotW3: {f, d}, SlotPostFFNNorm: {1, d},
 	}
 	return shapes[slot][0], shapes[slot][1]
 }
@@ -65,7 +42,7 @@ func slotShape(slot int, info *swarm.ModelInfo) (rows, cols int) {
 // in each format, without the per-block prefix ("blk.N." in GGUF,
 // "model.layers.N." in Hugging Face safetensors).
 type tensorName struct {
-	slot     int
+	slot     Slot
 	gguf, hf string
 }
 
@@ -73,26 +50,26 @@ type tensorName struct {
 // families built on it (llama.cpp llama-arch.cpp LLM_TENSOR_* names;
 // transformers modeling_llama names).
 var llamaTensors = []tensorName{
-	{tAttnNorm, "attn_norm.weight", "input_layernorm.weight"},
-	{tWQ, "attn_q.weight", "self_attn.q_proj.weight"},
-	{tWK, "attn_k.weight", "self_attn.k_proj.weight"},
-	{tWV, "attn_v.weight", "self_attn.v_proj.weight"},
-	{tWO, "attn_output.weight", "self_attn.o_proj.weight"},
-	{tFFNNorm, "ffn_norm.weight", "post_attention_layernorm.weight"},
-	{tW1, "ffn_gate.weight", "mlp.gate_proj.weight"},
-	{tW2, "ffn_down.weight", "mlp.down_proj.weight"},
-	{tW3, "ffn_up.weight", "mlp.up_proj.weight"},
+	{SlotAttnNorm, "attn_norm.weight", "input_layernorm.weight"},
+	{SlotWQ, "attn_q.weight", "self_attn.q_proj.weight"},
+	{SlotWK, "attn_k.weight", "self_attn.k_proj.weight"},
+	{SlotWV, "attn_v.weight", "self_attn.v_proj.weight"},
+	{SlotWO, "attn_output.weight", "self_attn.o_proj.weight"},
+	{SlotFFNNorm, "ffn_norm.weight", "post_attention_layernorm.weight"},
+	{SlotW1, "ffn_gate.weight", "mlp.gate_proj.weight"},
+	{SlotW2, "ffn_down.weight", "mlp.down_proj.weight"},
+	{SlotW3, "ffn_up.weight", "mlp.up_proj.weight"},
 }
 
 // activation is the gate non-linearity of a gated feed-forward network.
-type activation int
+type Activation int
 
 const (
 	// actSiLU is SwiGLU: silu(gate) * up (Shazeer 2020, eq. 6).
-	actSiLU activation = iota
+	ActSiLU Activation = iota
 	// actGELUTanh is GeGLU with the tanh approximation of GELU
 	// (Hendrycks & Gimpel 2016, eq. 2; transformers "gelu_pytorch_tanh").
-	actGELUTanh
+	ActGELUTanh
 )
 
 // ffnKind is how a block's feed-forward network is built. Only ffnDense is
@@ -131,7 +108,7 @@ type archParams struct {
 	// (Gemma 2 final_logit_softcapping).
 	finalSoftcap float64
 	// act is the feed-forward gate non-linearity.
-	act activation
+	act Activation
 }
 
 // archDesc describes one architecture family.
@@ -224,13 +201,13 @@ func archForHF(modelType string, architectures []string) (*archDesc, error) {
 // elements) are in rotate-half RoPE order: the number of heads of q or k
 // rows and biases, 1 for the per-head q/k norm weights [HeadDim], 0 for
 // slots RoPE does not touch.
-func ropeHeads(slot int, info *swarm.ModelInfo) int {
+func ropeHeads(slot Slot, info *swarm.ModelInfo) int {
 	switch slot {
-	case tWQ, tBQ:
+	case SlotWQ, SlotBQ:
 		return info.NHeads
-	case tWK, tBK:
+	case SlotWK, SlotBK:
 		return info.NKVHeads
-	case tQNorm, tKNorm:
+	case SlotQNorm, SlotKNorm:
 		return 1
 	}
 	return 0

@@ -48,19 +48,19 @@ var archGemma3 = &archDesc{
 	hfTypes:         []string{"gemma3_text"},
 	hfArchitectures: []string{"Gemma3ForCausalLM"},
 	tensors: []tensorName{
-		{tAttnNorm, "attn_norm.weight", "input_layernorm.weight"},
-		{tWQ, "attn_q.weight", "self_attn.q_proj.weight"},
-		{tWK, "attn_k.weight", "self_attn.k_proj.weight"},
-		{tWV, "attn_v.weight", "self_attn.v_proj.weight"},
-		{tWO, "attn_output.weight", "self_attn.o_proj.weight"},
-		{tQNorm, "attn_q_norm.weight", "self_attn.q_norm.weight"},
-		{tKNorm, "attn_k_norm.weight", "self_attn.k_norm.weight"},
-		{tPostAttnNorm, "post_attention_norm.weight", "post_attention_layernorm.weight"},
-		{tFFNNorm, "ffn_norm.weight", "pre_feedforward_layernorm.weight"},
-		{tW1, "ffn_gate.weight", "mlp.gate_proj.weight"},
-		{tW2, "ffn_down.weight", "mlp.down_proj.weight"},
-		{tW3, "ffn_up.weight", "mlp.up_proj.weight"},
-		{tPostFFNNorm, "post_ffw_norm.weight", "post_feedforward_layernorm.weight"},
+		{SlotAttnNorm, "attn_norm.weight", "input_layernorm.weight"},
+		{SlotWQ, "attn_q.weight", "self_attn.q_proj.weight"},
+		{SlotWK, "attn_k.weight", "self_attn.k_proj.weight"},
+		{SlotWV, "attn_v.weight", "self_attn.v_proj.weight"},
+		{SlotWO, "attn_output.weight", "self_attn.o_proj.weight"},
+		{SlotQNorm, "attn_q_norm.weight", "self_attn.q_norm.weight"},
+		{SlotKNorm, "attn_k_norm.weight", "self_attn.k_norm.weight"},
+		{SlotPostAttnNorm, "post_attention_norm.weight", "post_attention_layernorm.weight"},
+		{SlotFFNNorm, "ffn_norm.weight", "pre_feedforward_layernorm.weight"},
+		{SlotW1, "ffn_gate.weight", "mlp.gate_proj.weight"},
+		{SlotW2, "ffn_down.weight", "mlp.down_proj.weight"},
+		{SlotW3, "ffn_up.weight", "mlp.up_proj.weight"},
+		{SlotPostFFNNorm, "post_ffw_norm.weight", "post_feedforward_layernorm.weight"},
 	},
 	ffn:           ffnDense,
 	ggufNeoX:      true,
@@ -78,7 +78,7 @@ const gemma3Pattern = 6
 // gemma3Common sets what every Gemma 3 model shares.
 func gemma3Common(info *swarm.ModelInfo, p *archParams) {
 	p.embedScale = float32(math.Sqrt(float64(info.DModel)))
-	p.act = actGELUTanh
+	p.act = ActGELUTanh
 }
 
 func ggufGemma3(g *ggufMeta, prefix string, info *swarm.ModelInfo, p *archParams) error {

@@ -36,15 +36,15 @@ type layer struct {
 }
 
 // matrices maps the matrix slots to the layer's fields (nil elsewhere).
-func (l *layer) matrices() [nBlockTensors]**matrix {
-	return [nBlockTensors]**matrix{tWQ: &l.wq, tWK: &l.wk, tWV: &l.wv, tWO: &l.wo, tW1: &l.w1, tW2: &l.w2, tW3: &l.w3}
+func (l *layer) matrices() [NumSlots]**matrix {
+	return [NumSlots]**matrix{SlotWQ: &l.wq, SlotWK: &l.wk, SlotWV: &l.wv, SlotWO: &l.wo, SlotW1: &l.w1, SlotW2: &l.w2, SlotW3: &l.w3}
 }
 
 // vectors maps the vector slots to the layer's fields (nil elsewhere).
-func (l *layer) vectors() [nBlockTensors]*[]float32 {
-	return [nBlockTensors]*[]float32{
-		tAttnNorm: &l.attnNorm, tBQ: &l.bq, tBK: &l.bk, tBV: &l.bv, tQNorm: &l.qNorm, tKNorm: &l.kNorm,
-		tPostAttnNorm: &l.postAttnNorm, tFFNNorm: &l.ffnNorm, tPostFFNNorm: &l.postFFNNorm,
+func (l *layer) vectors() [NumSlots]*[]float32 {
+	return [NumSlots]*[]float32{
+		SlotAttnNorm: &l.attnNorm, SlotBQ: &l.bq, SlotBK: &l.bk, SlotBV: &l.bv, SlotQNorm: &l.qNorm, SlotKNorm: &l.kNorm,
+		SlotPostAttnNorm: &l.postAttnNorm, SlotFFNNorm: &l.ffnNorm, SlotPostFFNNorm: &l.postFFNNorm,
 	}
 }
 
@@ -387,13 +387,13 @@ func mulMats(outs [][]float32, ms []*matrix, x []float32, n int) {
 // (SwiGLU, Shazeer 2020, eq. 6) or the tanh approximation of GELU
 // 0.5g(1+tanh(sqrt(2/pi)(g+0.044715g^3))) (GeGLU; Hendrycks & Gimpel 2016).
 // up [n, FFNDim] is scratch for the w3 products.
-func mulGLU(hb, up []float32, w1, w3 *matrix, x []float32, n int, act activation) {
+func mulGLU(hb, up []float32, w1, w3 *matrix, x []float32, n int, act Activation) {
 	f, cols := w1.rows, w1.cols
 	parallelFor(f, 2*n*cols, func(lo, hi int) {
 		w1.mulRows(hb, x, n, lo, hi)
 		w3.mulRows(up, x, n, lo, hi)
 		for t := range n {
-			if act == actGELUTanh {
+			if act == ActGELUTanh {
 				for r := lo; r < hi; r++ {
 					hb[t*f+r] = geluTanh(hb[t*f+r]) * up[t*f+r]
 				}

@@ -147,8 +147,21 @@ func openGGUF(m *Model, cfg *config, path string) error {
 		MaxSeqLen: g.integer(p+"context_length", 0, false),
 		RopeTheta: g.number(p+"rope.freq_base", 10000, false),
 		NormEps:   g.number(p+"attention.layer_norm_rms_epsilon", 1e-5, false),
-		BOS:       g.integer("tokenizer.ggml.bos_token_id", 1, false),
-		EOS:       g.integer("tokenizer.ggml.eos_token_id", 2, false),
+	}
+	// Without ids in the file: llama.cpp's SentencePiece defaults (BOS 1,
+	// EOS 2) for "llama" vocabularies (and files without one, like
+	// stories260K's); none (-1) for byte-level BPE ("gpt2": Qwen has no BOS,
+	// and its ids are nowhere near 1 and 2).
+	bos, eos := 1, 2
+	if g.str("tokenizer.ggml.model") == "gpt2" {
+		bos, eos = -1, -1
+	}
+	info.BOS, info.EOS = bos, eos
+	if _, ok := g.kvs.Get("tokenizer.ggml.bos_token_id"); ok {
+		info.BOS = g.integer("tokenizer.ggml.bos_token_id", 0, false)
+	}
+	if _, ok := g.kvs.Get("tokenizer.ggml.eos_token_id"); ok {
+		info.EOS = g.integer("tokenizer.ggml.eos_token_id", 0, false)
 	}
 	info.NKVHeads = g.integer(p+"attention.head_count_kv", info.NHeads, false)
 	if info.NHeads > 0 {
@@ -231,7 +244,7 @@ func openGGUF(m *Model, cfg *config, path string) error {
 	if info.NBlocks > 1<<16 {
 		return fmt.Errorf("%w: %s: block_count %d is implausible", ErrFormat, path, info.NBlocks)
 	}
-	m.layers = make([][nBlockTensors]tensorRef, info.NBlocks)
+	m.layers = make([][NumSlots]tensorRef, info.NBlocks)
 	for b := range info.NBlocks {
 		for _, tn := range a.tensors {
 			t, err := ref(fmt.Sprintf("blk.%d.%s", b, tn.gguf), true)

@@ -247,7 +247,7 @@ func openHF(m *Model, cfg *config, dir string) error {
 		}
 		m.info.TiedEmbeddings = m.output == nil
 	}
-	m.layers = make([][nBlockTensors]tensorRef, info.NBlocks)
+	m.layers = make([][NumSlots]tensorRef, info.NBlocks)
 	for b := range info.NBlocks {
 		for _, tn := range a.tensors {
 			t, err := get(fmt.Sprintf("%slayers.%d.%s", prefix, b, tn.hf), true)

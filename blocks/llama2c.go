@@ -136,25 +136,25 @@ func openLlama2C(m *Model, cfg *config, path string) error {
 		name       string
 		rows, cols int  // per block (or whole, for globals)
 		perBlock   bool // one per block, back to back
-		idx        int  // block tensor index, or -1
+		idx        Slot // block tensor index, or -1
 		global     *tensorRef
 	}
 	var embed, outNorm, wcls tensorRef
-	at := func(name string, rows, cols int, perBlock bool, idx int, g *tensorRef) arr {
+	at := func(name string, rows, cols int, perBlock bool, idx Slot, g *tensorRef) arr {
 		return arr{name: name, rows: rows, cols: cols, perBlock: perBlock, idx: idx, global: g}
 	}
 	var order []arr
 	emb := at("token_embedding_table", h.vocab, h.dim, false, -1, &embed)
 	blocksPart := []arr{
-		at("wq", h.dim, h.dim, true, tWQ, nil), at("wk", kvDim, h.dim, true, tWK, nil),
-		at("wv", kvDim, h.dim, true, tWV, nil), at("wo", h.dim, h.dim, true, tWO, nil),
+		at("wq", h.dim, h.dim, true, SlotWQ, nil), at("wk", kvDim, h.dim, true, SlotWK, nil),
+		at("wv", kvDim, h.dim, true, SlotWV, nil), at("wo", h.dim, h.dim, true, SlotWO, nil),
 	}
 	ffnPart := []arr{
-		at("w1", h.hidden, h.dim, true, tW1, nil), at("w2", h.dim, h.hidden, true, tW2, nil),
-		at("w3", h.hidden, h.dim, true, tW3, nil),
+		at("w1", h.hidden, h.dim, true, SlotW1, nil), at("w2", h.dim, h.hidden, true, SlotW2, nil),
+		at("w3", h.hidden, h.dim, true, SlotW3, nil),
 	}
-	rmsAtt := at("rms_att_weight", 1, h.dim, true, tAttnNorm, nil)
-	rmsFFN := at("rms_ffn_weight", 1, h.dim, true, tFFNNorm, nil)
+	rmsAtt := at("rms_att_weight", 1, h.dim, true, SlotAttnNorm, nil)
+	rmsFFN := at("rms_ffn_weight", 1, h.dim, true, SlotFFNNorm, nil)
 	rmsFinal := at("rms_final_weight", 1, h.dim, false, -1, &outNorm)
 	freqs := at("freq_cis", 2, h.seqLen*hs/2, false, -1, nil)
 	switch h.version {
@@ -172,7 +172,7 @@ func openLlama2C(m *Model, cfg *config, path string) error {
 	if !h.shared {
 		order = append(order, at("wcls", h.vocab, h.dim, false, -1, &wcls))
 	}
-	m.layers = make([][nBlockTensors]tensorRef, L)
+	m.layers = make([][NumSlots]tensorRef, L)
 	for _, a := range order {
 		size := 4 * int64(a.rows) * int64(a.cols)
 		n := 1

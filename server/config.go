@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"strings"
 	"time"
 
 	"github.com/swarmllm/swarm/blocks"
@@ -40,6 +41,9 @@ type Config struct {
 	OpenFile func(path string) (blocks.File, error)
 	// Blocks is the span hosted (--blocks START:END, 0-based half-open).
 	Blocks swarm.Span
+	// Device names the engine backend computing the blocks (--device,
+	// blocks.LookupBackend): "" or "cpu" for the built-in CPU engine.
+	Device string
 	// Listen is the TCP address to listen on (--listen HOST:PORT; port 0
 	// lets the OS choose).
 	Listen string
@@ -137,12 +141,34 @@ func (c Config) Validate() error {
 	if err := c.Blocks.Validate(0); err != nil {
 		return fmt.Errorf("%w: --blocks: %w", ErrBadConfig, err)
 	}
+	if _, err := blocks.LookupBackend(c.Device); err != nil {
+		return fmt.Errorf("%w: --device: %w", ErrBadConfig, err)
+	}
 	if c.Listen != "" {
 		if _, _, err := net.SplitHostPort(c.Listen); err != nil {
 			return fmt.Errorf("%w: --listen %q: want HOST:PORT (e.g. 127.0.0.1:0): %w", ErrBadConfig, c.Listen, err)
 		}
 	}
 	return nil
+}
+
+// DeviceHelp is the --help text of --device: the registered backends.
+func DeviceHelp() string {
+	return "where the blocks are computed, one of the engine backends built in: " + strings.Join(blocks.BackendNames(), ", ") +
+		" (/v1/info advertises it and its attention-cache dtype)"
+}
+
+// loadEngine builds the configured backend's engine for the span of m.
+func (c Config) loadEngine(m *blocks.Model) (blocks.Engine, error) {
+	b, err := blocks.LookupBackend(c.Device)
+	if err != nil {
+		return nil, fmt.Errorf("%w: --device: %w", ErrBadConfig, err)
+	}
+	engine, err := m.LoadSpanWith(b, c.Blocks)
+	if err != nil {
+		return nil, fmt.Errorf("server: load blocks %s on the %s backend: %w", c.Blocks, b.Name(), err)
+	}
+	return engine, nil
 }
 
 // ModelOptions are the blocks.Open options of the configuration: the

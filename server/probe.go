@@ -48,9 +48,9 @@ func MeasureSpan(ctx context.Context, cfg Config, logger *slog.Logger) (Probe, e
 	if err := cfg.Blocks.Validate(m.Info().NBlocks); err != nil {
 		return Probe{}, fmt.Errorf("%w: probe span: %w", ErrBadConfig, err)
 	}
-	engine, err := m.LoadSpan(cfg.Blocks)
+	engine, err := cfg.loadEngine(m)
 	if err != nil {
-		return Probe{}, fmt.Errorf("server: load blocks %s: %w", cfg.Blocks, err)
+		return Probe{}, err
 	}
 	defer engine.Close()
 	if err := ctx.Err(); err != nil {

@@ -28,6 +28,7 @@ type Server struct {
 	cfg        Config
 	log        *slog.Logger
 	engine     blocks.Engine
+	backend    blocks.Backend // the engine's, for /v1/info
 	info       swarm.ModelInfo
 	maxLength  int // longest session accepted: the model's context
 	memory     int64
@@ -77,9 +78,9 @@ func New(ctx context.Context, cfg Config, logger *slog.Logger) (*Server, error) 
 	if err := cfg.Blocks.Validate(info.NBlocks); err != nil {
 		return nil, fmt.Errorf("%w: --blocks: %w", ErrBadConfig, err)
 	}
-	engine, err := m.LoadSpan(cfg.Blocks)
+	engine, err := cfg.loadEngine(m)
 	if err != nil {
-		return nil, fmt.Errorf("server: load blocks %s: %w", cfg.Blocks, err)
+		return nil, err
 	}
 	s, err := newServer(ctx, cfg, logger, engine)
 	if err != nil {
@@ -110,12 +111,16 @@ func newServer(ctx context.Context, cfg Config, log *slog.Logger, engine blocks.
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("server: %w", err)
 	}
+	backend, err := blocks.LookupBackend(cfg.Device)
+	if err != nil {
+		return nil, fmt.Errorf("%w: --device: %w", ErrBadConfig, err)
+	}
 	t, err := measureCached(ctx, cfg, engine, log)
 	if err != nil {
 		return nil, err
 	}
 	return &Server{
-		cfg: cfg, log: log, engine: engine, info: info, maxLength: maxLength, memory: memory,
+		cfg: cfg, log: log, engine: engine, backend: backend, info: info, maxLength: maxLength, memory: memory,
 		adm: adm, timing: t, steps: newStepper(batchEngine(engine), batchTokens, log),
 		peers:      newPeerSessions(cfg.MaxSessionsPerPeer),
 		maxPayload: wire.MaxStepPayload(maxLength, info.DModel),
@@ -171,6 +176,7 @@ func (s *Server) Info() api.Info {
 			ID: id, Model: s.info.Name, Span: s.cfg.Blocks, ModelBlocks: s.info.NBlocks,
 			Tau: s.timing.Tau, TauI: s.timing.TauI, TauBatch: s.timing.TauBatch,
 			MemoryBytes: s.memory, CacheBytesCapacity: s.adm.CacheBudget(), CacheBytesPerToken: s.info.CacheBytesPerToken,
+			Device: s.backend.Name(), CacheDType: s.backend.CacheDType(),
 			SlidingWindow: s.info.SlidingWindow, SlidingPattern: s.info.SlidingPattern,
 			CacheBytesFree: snap.CacheBytesFree,
 			Sessions:       snap.Loads(), Endpoints: endpoints, ProtocolVersion: swarm.ProtocolVersion,

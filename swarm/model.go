@@ -76,8 +76,12 @@ type ModelInfo struct {
 	// CacheBytesPerToken is the attention-cache bytes one block needs per token
 	// of one session: 2 * NKVHeads * HeadDim * bytes per cache element. The
 	// paper's s_c is CacheBytesPerToken * (lI_max + l_max) (paper 003, eq. 2).
+	// The cache dtype belongs to the engine: a model file's info carries the
+	// CPU backend's float32 (what planning assumes before servers exist), an
+	// engine's Info() and a server's ServerInfo its own backend's.
 	CacheBytesPerToken int64 `json:"cache_bytes_per_token"`
-	// BOS and EOS are the begin/end-of-sequence token ids.
+	// BOS and EOS are the begin/end-of-sequence token ids; -1 when the
+	// model has none (a byte-level BPE GGUF without bos_token_id).
 	BOS int `json:"bos"`
 	EOS int `json:"eos"`
 }

@@ -131,6 +131,12 @@ type ServerInfo struct {
 	// not advertised. With CacheBytesCapacity it gives the cache slots a
 	// router counts (eq. 20) without trusting the client's copy of the model.
 	CacheBytesPerToken int64 `json:"cache_bytes_per_token,omitempty"`
+	// Device is the engine backend computing the blocks (`swarm serve
+	// --device`: "cpu"; the GPU issue adds "cuda"), and CacheDType the
+	// element type of its attention caches, which CacheBytesPerToken
+	// counts. Empty from full-range and older servers.
+	Device     string `json:"device,omitempty"`
+	CacheDType DType  `json:"cache_dtype,omitempty"`
 	// SlidingWindow and SlidingPattern are the model's sliding-window
 	// attention as this server computes it (ModelInfo fields of the same
 	// names): its sliding-window blocks hold only

@@ -10,6 +10,7 @@ import (
 	gguf "github.com/gpustack/gguf-parser-go"
 	"github.com/stretchr/testify/require"
 
+	"github.com/swarmllm/swarm/blocks"
 	"github.com/swarmllm/swarm/blocks/tokenizer"
 )
 
@@ -118,6 +119,12 @@ func TestRealTokenizerByteLevelGGUF(t *testing.T) {
 		_, ok := kvs.Get(absent)
 		require.False(t, ok, "key %s", absent)
 	}
+	// The model read back: no BOS (not SentencePiece's default 1), the
+	// tokenizer's EOS.
+	m, err := blocks.Open(out)
+	require.NoError(t, err)
+	defer m.Close()
+	require.Equal(t, [2]int{-1, 264}, [2]int{m.Info().BOS, m.Info().EOS})
 	_, ok := kvs.Get("tokenizer.ggml.unknown_token_id")
 	require.False(t, ok, "the synthesized vocabulary's keys must be gone")
 	emb, ok := kvs.Get("llama.embedding_length")

@@ -129,6 +129,7 @@ func newServeCmd() *cobra.Command {
 	f.StringVar(&cfg.Tokenizer, "tokenizer", "", "tokenizer file; a server computes blocks only and never loads it (accepted so that serve and generate take the same model flags)")
 	f.StringVar(&o.blocks, "blocks", "", "span of blocks to host, START:END, 0-based half-open (0:2 hosts blocks 0 and 1), or auto: chosen by\n"+
 		"incremental CG-BP placement from the registry (required)")
+	f.StringVar(&cfg.Device, "device", "cpu", server.DeviceHelp())
 	f.StringVar(&cfg.Listen, "listen", cfg.Listen, "TCP address of the websocket, HOST:PORT; port 0 lets the OS choose (the URL is printed);\n"+
 		"none: no websocket, sessions only over the /swarm/inference/1 libp2p stream")
 	f.Int64Var(&cfg.MemoryBytes, "memory", 0, fmt.Sprintf("memory M_j for block weights plus attention caches, bytes; 0 = with a fixed span the weights plus room\n"+
