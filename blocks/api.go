@@ -66,8 +66,13 @@ type Session interface {
 	Len() int
 	// Span is the blocks this session processes.
 	Span() swarm.Span
-	// CacheBytes is the attention-cache memory reserved by the session, bytes.
+	// CacheBytes is the attention-cache memory the session is sized and
+	// admitted for, bytes: enough for every position up to its max length.
 	CacheBytes() int64
+	// HeldBytes is the attention-cache memory it holds now, bytes: caches
+	// are allocated in pages as positions are written, so an idle or short
+	// session costs what it filled (at most CacheBytes).
+	HeldBytes() int64
 	// Close releases the caches; further calls return ErrClosed.
 	Close() error
 }

@@ -68,34 +68,6 @@ func (l *layer) bytes() int64 {
 	return n
 }
 
-// kvCache is one block's attention cache for one session: keys and values
-// [positions, NKVHeads*HeadDim] each, float32. A full cache holds
-// positions 0..maxLength-1, position p in row p. A sliding-window block's
-// cache may be a ring of ring < maxLength rows (swarm.ModelInfo.CacheTokens):
-// position p in row p % ring.
-type kvCache struct {
-	k, v []float32
-	ring int // rows of a ring cache; 0 for a full cache
-	// from is the first position a ring cache still holds (it holds
-	// from..the session's length-1 when from is below that).
-	from int
-}
-
-// store writes the keys and values of the seg's rows of k and v [rows,
-// kvDim] into the ring cache c (the last ring of them when the seg is
-// longer), after their attention was computed: the queries of a seg read
-// its own positions from k and v, so a long prefill never overwrites
-// positions that its own earlier queries still attend to.
-func (c *kvCache) store(k, v []float32, g seg, kvDim int) {
-	for t := max(0, g.n-c.ring); t < g.n; t++ {
-		dst := ((g.pos + t) % c.ring) * kvDim
-		src := (g.off + t) * kvDim
-		copy(c.k[dst:dst+kvDim], k[src:src+kvDim])
-		copy(c.v[dst:dst+kvDim], v[src:src+kvDim])
-	}
-	c.from = max(c.from, g.pos+g.n-c.ring)
-}
-
 // scratch is a session's working memory for a Forward call of n tokens.
 type scratch struct {
 	n        int
@@ -183,8 +155,7 @@ func (e *cpuEngine) forwardBlock(l *layer, segs []seg, s *scratch, x []float32, 
 	}
 	for _, g := range segs {
 		if g.c.ring == 0 {
-			copy(g.c.k[g.pos*kvDim:(g.pos+g.n)*kvDim], s.k[g.off*kvDim:(g.off+g.n)*kvDim])
-			copy(g.c.v[g.pos*kvDim:(g.pos+g.n)*kvDim], s.v[g.off*kvDim:(g.off+g.n)*kvDim])
+			g.c.putRows(g.pos, s.k[g.off*kvDim:(g.off+g.n)*kvDim], s.v[g.off*kvDim:(g.off+g.n)*kvDim])
 		}
 	}
 	window := 0
@@ -280,14 +251,12 @@ func (e *cpuEngine) attention(att, q, k, v []float32, segs []seg, n, window int)
 				continue
 			}
 			for j := range sc {
-				k := (lo + j) * kvDim
-				sc[j] = dotF32(qh, c.k[k+off:k+off+hd]) / sq
+				sc[j] = dotF32(qh, c.kRow(lo + j)[off:off+hd]) / sq
 			}
 			softmax(sc)
 			clear(oh)
 			for j, a := range sc {
-				v := (lo + j) * kvDim
-				vj := c.v[v+off : v+off+hd]
+				vj := c.vRow(lo + j)[off : off+hd]
 				for i := range oh {
 					oh[i] += a * vj[i]
 				}
@@ -322,8 +291,8 @@ func ringAttention(oh, qh, sc []float32, c *kvCache, k, v []float32, g *seg, lo,
 // call's k and v.
 func ringKV(c *kvCache, k, v []float32, g *seg, p, off, kvDim, hd int) (kp, vp []float32) {
 	if p < g.pos {
-		r := (p%c.ring)*kvDim + off
-		return c.k[r : r+hd], c.v[r : r+hd]
+		r := p % c.ring
+		return c.kRow(r)[off : off+hd], c.vRow(r)[off : off+hd]
 	}
 	r := (g.off+p-g.pos)*kvDim + off
 	return k[r : r+hd], v[r : r+hd]

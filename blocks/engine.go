@@ -109,12 +109,12 @@ func (e *cpuEngine) NewSession(sub swarm.Span, maxLength int) (Session, error) {
 		if e.fullCaches {
 			n = maxLength
 		}
-		s.caches[i] = kvCache{k: make([]float32, n*kvDim), v: make([]float32, n*kvDim)}
+		ring := 0
 		if n < maxLength {
 			// A ring: every sliding block of the session has the same size.
-			s.caches[i].ring = n
-			s.ring = n
+			ring, s.ring = n, n
 		}
+		s.caches[i] = newKVCache(n, kvDim, ring)
 		s.cacheBytes += int64(n) * e.info.CacheBytesPerToken
 	}
 	return s, nil

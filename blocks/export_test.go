@@ -6,12 +6,12 @@ package blocks
 // e must be an Engine of this package.
 func UseFullCaches(e Engine) { e.(*cpuEngine).fullCaches = true }
 
-// AllocatedCacheBytes is the bytes of the key and value slices a session
-// of this package holds.
-func AllocatedCacheBytes(s Session) int64 {
+// CapacityCacheBytes is the bytes of the key and value pages a session of
+// this package holds once every row of its caches is written.
+func CapacityCacheBytes(s Session) int64 {
 	var n int64
 	for _, c := range s.(*cpuSession).caches {
-		n += 4 * int64(len(c.k)+len(c.v))
+		n += 2 * 4 * int64(c.rows*c.kvDim)
 	}
 	return n
 }

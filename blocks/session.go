@@ -18,7 +18,7 @@ type cpuSession struct {
 	// ring is the rows of the session's ring caches (sliding-window
 	// blocks, kvCache.ring), 0 when it has none.
 	ring       int
-	cacheBytes int64 // bytes allocated for the caches
+	cacheBytes int64 // bytes the caches may grow to (admitted)
 	closed     bool
 	scratch    scratch
 }
@@ -125,9 +125,20 @@ func (s *cpuSession) Span() swarm.Span { return s.span }
 // MaxLength is the number of positions the caches were sized for.
 func (s *cpuSession) MaxLength() int { return s.maxLength }
 
-// CacheBytes is the attention-cache memory allocated by the session in
-// bytes: Info().SpanCacheBytes(Span(), MaxLength()).
+// CacheBytes is the attention-cache memory the session is sized (and
+// admitted) for, bytes: Info().SpanCacheBytes(Span(), MaxLength()).
 func (s *cpuSession) CacheBytes() int64 { return s.cacheBytes }
+
+// HeldBytes is the attention-cache memory of the pages allocated so far,
+// bytes: what the positions written reached, rounded up to pages of 64
+// positions per block (at most CacheBytes).
+func (s *cpuSession) HeldBytes() int64 {
+	var n int64
+	for i := range s.caches {
+		n += s.caches[i].heldBytes()
+	}
+	return n
+}
 
 // Close releases the caches; further calls return ErrClosed.
 func (s *cpuSession) Close() error {

@@ -134,7 +134,7 @@ func TestSlidingRingRewindTooFar(t *testing.T) {
 }
 
 // TestSlidingCacheBytes requires a session's cache bytes, reported and
-// allocated, to be ModelInfo.SpanCacheBytes: rings of window +
+// allocatable, to be ModelInfo.SpanCacheBytes: rings of window +
 // SlidingRewind positions on sliding blocks once maxLength exceeds that,
 // full caches otherwise and on global blocks.
 func TestSlidingCacheBytes(t *testing.T) {
@@ -157,11 +157,12 @@ func TestSlidingCacheBytes(t *testing.T) {
 		s, err := ring.engine.NewSession(c.span, c.maxLength)
 		require.NoError(t, err)
 		require.Equal(t, c.want, s.CacheBytes(), "%s, max length %d", c.span, c.maxLength)
-		require.Equal(t, c.want, blocks.AllocatedCacheBytes(s), "%s, max length %d", c.span, c.maxLength)
+		require.Equal(t, c.want, blocks.CapacityCacheBytes(s), "%s, max length %d", c.span, c.maxLength)
+		require.Zero(t, s.HeldBytes(), "no page before the first step")
 		require.NoError(t, s.Close())
 		f, err := full.engine.NewSession(c.span, c.maxLength)
 		require.NoError(t, err)
-		require.Equal(t, int64(c.span.Len())*info.CacheBytes(c.maxLength), blocks.AllocatedCacheBytes(f))
+		require.Equal(t, int64(c.span.Len())*info.CacheBytes(c.maxLength), blocks.CapacityCacheBytes(f))
 		require.NoError(t, f.Close())
 	}
 }
