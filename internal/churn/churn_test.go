@@ -26,14 +26,15 @@ func TestBenchChurnShort(t *testing.T) {
 	tok := testenv.SharedFile(t, "models", "stories260K", "tok512.bin")
 	var stdout, stderr bytes.Buffer
 	cmd := exec.Command(testenv.SwarmBinary(t), "bench", "churn", "--model", model, "--tokenizer", tok,
-		"--servers", "3", "--streams", "2", "--duration", "5s", "--kill-every", "2s", "--idle-attack", "2000", "--black-hole", "--seed", "3", "--json")
+		"--servers", "3", "--streams", "2", "--duration", "5s", "--kill-every", "2s", "--idle-attack", "2000", "--black-hole", "--seed", "3", "--json",
+		"--slow-bodies", "200", "--proxy-read-timeout", "2s", "--huge-prompt", "7000000")
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	require.NoError(t, cmd.Run(), stderr.String())
 	t.Logf("%s", stdout.String())
 
 	var fields map[string]any
 	require.NoError(t, json.Unmarshal(stdout.Bytes(), &fields))
-	for _, k := range []string{"requests", "failed", "wrong_outputs", "p99_baseline_s", "p99_churn_s", "p50_baseline_s", "p50_churn_s", "kills", "replacements", "p99_idle_attack_s", "idle_attack", "p99_black_hole_s", "black_hole"} {
+	for _, k := range []string{"requests", "failed", "wrong_outputs", "p99_baseline_s", "p99_churn_s", "p50_baseline_s", "p50_churn_s", "kills", "replacements", "p99_idle_attack_s", "idle_attack", "p99_black_hole_s", "black_hole", "p99_slow_bodies_s", "slow_bodies", "huge_prompt"} {
 		require.Contains(t, fields, k)
 	}
 	var rep churn.Report
@@ -51,7 +52,15 @@ func TestBenchChurnShort(t *testing.T) {
 	require.Positive(t, rep.BlackHolePhase.Requests)
 	require.Zero(t, rep.BlackHolePhase.Errors, "a black hole in the registry failed requests: %s", rep.BlackHolePhase.FirstErr)
 	require.Zero(t, rep.BlackHole.Inference, "sessions were routed to the black hole: %+v", *rep.BlackHole)
-	require.Equal(t, rep.Baseline.Requests+rep.IdlePhase.Requests+rep.BlackHolePhase.Requests+rep.Churn.Requests, rep.Requests)
+	require.NotNil(t, rep.SlowBodies)
+	require.NotNil(t, rep.SlowBodiesPhase)
+	require.Equal(t, churn.SlowBodies{Conns: 200, Closed: 200, ReadTimeoutS: 2, P50CloseS: rep.SlowBodies.P50CloseS, MaxCloseS: rep.SlowBodies.MaxCloseS}, *rep.SlowBodies,
+		"every slow-body connection closed by the proxy (within its read timeout + 5 s)")
+	require.Positive(t, rep.SlowBodiesPhase.Requests)
+	require.Zero(t, rep.SlowBodiesPhase.Errors, "slow bodies denied service: %s", rep.SlowBodiesPhase.FirstErr)
+	require.NotNil(t, rep.HugePrompt)
+	require.Equal(t, []int{400, 400, 400, 400, 400}, rep.HugePrompt.Statuses, "7 MB prompts refused")
+	require.Equal(t, rep.Baseline.Requests+rep.IdlePhase.Requests+rep.SlowBodiesPhase.Requests+rep.BlackHolePhase.Requests+rep.Churn.Requests, rep.Requests)
 	disrupted := 0
 	for _, n := range rep.Kinds {
 		disrupted += n
@@ -70,12 +79,15 @@ func TestConfigValidate(t *testing.T) {
 	good.Model = "m.bin"
 	require.NoError(t, good.Validate())
 	for flag, bad := range map[string]func(*churn.Config){
-		"--model":      func(c *churn.Config) { c.Model = "" },
-		"--servers 1":  func(c *churn.Config) { c.Servers = 1 },
-		"--streams 0":  func(c *churn.Config) { c.Streams = 0 },
-		"--duration":   func(c *churn.Config) { c.Duration = 0 },
-		"--kill-every": func(c *churn.Config) { c.KillEvery = -1 },
-		"--max-tokens": func(c *churn.Config) { c.MaxTokens = 0 },
+		"--model":              func(c *churn.Config) { c.Model = "" },
+		"--servers 1":          func(c *churn.Config) { c.Servers = 1 },
+		"--streams 0":          func(c *churn.Config) { c.Streams = 0 },
+		"--duration":           func(c *churn.Config) { c.Duration = 0 },
+		"--kill-every":         func(c *churn.Config) { c.KillEvery = -1 },
+		"--max-tokens":         func(c *churn.Config) { c.MaxTokens = 0 },
+		"--slow-bodies":        func(c *churn.Config) { c.SlowBodies = -1 },
+		"--huge-prompt":        func(c *churn.Config) { c.HugePromptBytes = -1 },
+		"--proxy-read-timeout": func(c *churn.Config) { c.ProxyReadTimeout = -1 },
 	} {
 		c := good
 		bad(&c)

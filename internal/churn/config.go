@@ -66,6 +66,17 @@ type Config struct {
 	// server, registered under its own key, advertises the whole model at
 	// a port that accepts and never answers.
 	BlackHole bool
+	// SlowBodies, when > 0, adds a slow-body phase (no churn) after the
+	// rest phase: that many connections to the proxy send a request's
+	// headers and two bytes of its body, then nothing, while the streams
+	// run; each must be closed by the proxy's read timeout.
+	SlowBodies int
+	// ProxyReadTimeout is the proxy's --read-timeout; 0 keeps its default.
+	ProxyReadTimeout time.Duration
+	// HugePromptBytes, when > 0, sends hugePromptRequests completions with
+	// a prompt of this many bytes right after the warm-up, one after
+	// another, each to be refused with 400.
+	HugePromptBytes int
 	// Prompts are cycled through by the streams (default DefaultPrompts).
 	Prompts []string
 }
@@ -94,6 +105,11 @@ func (c *Config) AddFlags(fs *pflag.FlagSet) {
 		"session Opens (max_length 1) to the servers' websockets and never steps them")
 	fs.BoolVar(&c.BlackHole, "black-hole", c.BlackHole, "add a black-hole phase (no churn) before the churn phase: a fake registry entry advertises the whole\n"+
 		"model at a port that accepts and never answers")
+	fs.IntVar(&c.SlowBodies, "slow-bodies", c.SlowBodies, "if > 0, add a slow-body phase (no churn) after the first: this many connections to the proxy send\n"+
+		"a request's headers and 2 bytes of its body, then nothing; the proxy must close each by its read timeout")
+	fs.DurationVar(&c.ProxyReadTimeout, "proxy-read-timeout", c.ProxyReadTimeout, "the proxy's --read-timeout (0 = its default)")
+	fs.IntVar(&c.HugePromptBytes, "huge-prompt", c.HugePromptBytes, "if > 0, after the warm-up send 5 completions with a prompt of this many bytes, one after another,\n"+
+		"and report their statuses, times and the proxy's memory before and after (each must be a 400)")
 	fs.Uint64Var(&c.Seed, "seed", c.Seed, "seed of the victims, signals and jitter")
 }
 
@@ -114,8 +130,10 @@ func (c Config) Validate() error {
 		return fmt.Errorf("churn: --kill-every %v, want > 0", c.KillEvery)
 	case c.MaxTokens < 1:
 		return fmt.Errorf("churn: --max-tokens %d, want >= 1", c.MaxTokens)
-	case c.IdleOpens < 0:
-		return fmt.Errorf("churn: --idle-attack %d, want >= 0", c.IdleOpens)
+	case c.IdleOpens < 0 || c.SlowBodies < 0 || c.HugePromptBytes < 0:
+		return fmt.Errorf("churn: --idle-attack %d, --slow-bodies %d, --huge-prompt %d: want >= 0", c.IdleOpens, c.SlowBodies, c.HugePromptBytes)
+	case c.ProxyReadTimeout < 0:
+		return fmt.Errorf("churn: --proxy-read-timeout %v, want >= 0", c.ProxyReadTimeout)
 	case c.ServerBlocks < 0:
 		return fmt.Errorf("churn: --server-blocks %d, want >= 0", c.ServerBlocks)
 	case c.StartTimeout <= 0 || c.RequestTimeout <= 0:

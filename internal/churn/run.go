@@ -11,10 +11,12 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/swarmllm/swarm/blocks"
+	"github.com/swarmllm/swarm/ingress"
 	"github.com/swarmllm/swarm/ingress/loadtest"
 	"github.com/swarmllm/swarm/internal/launch"
 	"github.com/swarmllm/swarm/internal/supervise"
@@ -61,6 +63,14 @@ type Report struct {
 	P99BlackHole   float64         `json:"p99_black_hole_s,omitempty"`
 	BlackHolePhase *loadtest.Phase `json:"black_hole_phase,omitempty"`
 	BlackHole      *BlackHole      `json:"black_hole,omitempty"`
+	// With slow bodies (Config.SlowBodies), that phase's percentiles, its
+	// summary and what the attacker saw; with a huge prompt
+	// (Config.HugePromptBytes), how the proxy answered it.
+	P50SlowBodies   float64         `json:"p50_slow_bodies_s,omitempty"`
+	P99SlowBodies   float64         `json:"p99_slow_bodies_s,omitempty"`
+	SlowBodiesPhase *loadtest.Phase `json:"slow_bodies_phase,omitempty"`
+	SlowBodies      *SlowBodies     `json:"slow_bodies,omitempty"`
+	HugePrompt      *HugePrompt     `json:"huge_prompt,omitempty"`
 	Disruptions
 	// Servers, Streams, Duration (seconds per phase) and MaxTokens are the
 	// load; ServerBlocks the blocks each server had memory for.
@@ -98,8 +108,17 @@ func (r Report) WriteText(w io.Writer) error {
 		_, err = fmt.Fprintf(w, "black hole: p50 %.3fs p99 %.3fs (p99 ratio %.2f); it saw %+v\n",
 			r.P50BlackHole, r.P99BlackHole, r.P99BlackHole/max(r.P99Baseline, 1e-9), *r.BlackHole)
 	}
+	if r.SlowBodies != nil && err == nil {
+		_, err = fmt.Fprintf(w, "slow bodies: p50 %.3fs p99 %.3fs (p99 ratio %.2f); attacker %+v\n",
+			r.P50SlowBodies, r.P99SlowBodies, r.P99SlowBodies/max(r.P99Baseline, 1e-9), *r.SlowBodies)
+	}
+	if r.HugePrompt != nil && err == nil {
+		h := r.HugePrompt
+		_, err = fmt.Fprintf(w, "huge prompt: %d bytes x %d: statuses %v, p50 %.3fs max %.3fs; proxy RSS %d -> %d bytes, peak %d -> %d\n",
+			h.Bytes, h.Requests, h.Statuses, h.P50S, h.MaxS, h.RSSBefore, h.RSSAfter, h.PeakBefore, h.PeakAfter)
+	}
 	firsts := []string{r.Baseline.FirstErr, r.Churn.FirstErr, r.FirstWrong, r.Shutdown}
-	for _, ph := range []*loadtest.Phase{r.IdlePhase, r.BlackHolePhase} {
+	for _, ph := range []*loadtest.Phase{r.IdlePhase, r.BlackHolePhase, r.SlowBodiesPhase} {
 		if ph != nil {
 			firsts = append(firsts, ph.FirstErr)
 		}
@@ -111,6 +130,9 @@ func (r Report) WriteText(w io.Writer) error {
 	}
 	return err
 }
+
+// hugePromptRequests is how many huge prompts Config.HugePromptBytes sends.
+const hugePromptRequests = 5
 
 // result is one request of a phase.
 type result struct {
@@ -172,7 +194,11 @@ func Run(ctx context.Context, cfg Config, logs io.Writer) (rep Report, err error
 			return rep, fmt.Errorf("churn: %w", err)
 		}
 	}
-	url, _, err := launch.StartProxy(ctx, proxies, cfg.StartTimeout, cfg.Exe, cfg.Model, cfg.Tokenizer, p.addrs())
+	var proxyArgs []string
+	if cfg.ProxyReadTimeout > 0 {
+		proxyArgs = append(proxyArgs, "--read-timeout", cfg.ProxyReadTimeout.String())
+	}
+	url, proxy, err := launch.StartProxy(ctx, proxies, cfg.StartTimeout, cfg.Exe, cfg.Model, cfg.Tokenizer, p.addrs(), proxyArgs...)
 	if err != nil {
 		return rep, fmt.Errorf("churn: %w", err)
 	}
@@ -185,6 +211,14 @@ func Run(ctx context.Context, cfg Config, logs io.Writer) (rep Report, err error
 	}
 	if err := warmUp(ctx, cfg, req); err != nil {
 		return rep, err
+	}
+	if cfg.HugePromptBytes > 0 {
+		fmt.Fprintf(logs, "swarm bench churn: %d prompts of %d bytes\n", hugePromptRequests, cfg.HugePromptBytes)
+		h, err := hugePrompts(ctx, url, info.Name, proxy.Cmd.Process.Pid, cfg.HugePromptBytes, hugePromptRequests)
+		if err != nil {
+			return rep, err
+		}
+		rep.HugePrompt = &h
 	}
 
 	fmt.Fprintf(logs, "swarm bench churn: no-churn phase, %v\n", cfg.Duration)
@@ -205,6 +239,19 @@ func Run(ctx context.Context, cfg Config, logs io.Writer) (rep Report, err error
 		phases = append(phases, runPhase(ctx, cfg, req, func(ctx context.Context) { att = idleAttack(ctx, targets, info.Name, cfg.IdleOpens) }))
 		names = append(names, "idle_attack")
 		rep.IdleAttack = &att
+	}
+	if cfg.SlowBodies > 0 {
+		readTimeout := cfg.ProxyReadTimeout
+		if readTimeout == 0 {
+			readTimeout = ingress.DefaultHTTPConfig().ReadTimeout
+		}
+		fmt.Fprintf(logs, "swarm bench churn: slow-body phase, %v, %d connections (proxy read timeout %v)\n", cfg.Duration, cfg.SlowBodies, readTimeout)
+		var sb SlowBodies
+		phases = append(phases, runPhase(ctx, cfg, req, func(ctx context.Context) {
+			sb = slowBodies(ctx, strings.TrimPrefix(url, "http://"), cfg.SlowBodies, readTimeout)
+		}))
+		names = append(names, "slow_bodies")
+		rep.SlowBodies = &sb
 	}
 	if cfg.BlackHole {
 		bh, err := startBlackHole(ctx, p.addrs(), info.NBlocks)
@@ -261,6 +308,8 @@ func Run(ctx context.Context, cfg Config, logs io.Writer) (rep Report, err error
 			rep.IdlePhase, rep.P50IdleAttack, rep.P99IdleAttack = &sum, p50, p99
 		case "black_hole":
 			rep.BlackHolePhase, rep.P50BlackHole, rep.P99BlackHole = &sum, p50, p99
+		case "slow_bodies":
+			rep.SlowBodiesPhase, rep.P50SlowBodies, rep.P99SlowBodies = &sum, p50, p99
 		default:
 			rep.Churn, rep.P50Churn, rep.P99Churn = sum, p50, p99
 		}
