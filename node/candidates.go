@@ -166,12 +166,12 @@ func (c *Candidates) Addrs(id peer.ID) []ma.Multiaddr {
 // advertising an unreachable address).
 func (c *Candidates) ClientOptions(h host.Host) []client.Option {
 	t := NewTransport(h, c.Addrs)
-	httpInfo := client.HTTPInfo(&http.Client{})
+	hc := &http.Client{}
 	fetch := func(ctx context.Context, ep api.Endpoint) (api.Info, error) {
 		if _, ok := ep.Peer(); ok {
 			return t.FetchInfo(ctx, ep)
 		}
-		info, err := httpInfo(ctx, ep)
+		info, err := c.fetchVerified(ctx, hc, ep)
 		if err == nil || ctx.Err() != nil {
 			return info, err
 		}

@@ -15,4 +15,8 @@ var (
 	// ErrBadEndpoint is returned for an endpoint the libp2p transport
 	// cannot reach (not libp2p://PEERID, or a bad peer id).
 	ErrBadEndpoint = errors.New("node: bad libp2p endpoint")
+	// ErrUnverified is returned when a server's websocket does not prove
+	// that the registry entry advertising it is its own (the info
+	// challenge, api.InfoChallengeParam).
+	ErrUnverified = errors.New("node: endpoint not verified")
 )

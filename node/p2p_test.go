@@ -23,6 +23,9 @@ import (
 // publishServing announces srv in reg as SERVING at the given endpoints.
 func publishServing(t *testing.T, m *member, srv *server.Server, endpoints ...string) {
 	t.Helper()
+	// As RunServer does: the server answers info challenges with the key
+	// of the entry advertising its websocket.
+	srv.SetInfoSigner(server.InfoSigner{Peer: m.node.ID().String(), Sign: m.node.PrivateKey().Sign})
 	info := srv.Info().ServerInfo
 	info.ID, info.Endpoints = "", endpoints
 	require.NoError(t, m.reg.Publish(info, swarm.StateServing))

@@ -308,6 +308,9 @@ func (j *joiner) serve(ctx context.Context, ready func(Serving) error) error {
 		return j.down(err)
 	}
 	defer srv.Close()
+	if key := j.n.PrivateKey(); key != nil {
+		srv.SetInfoSigner(server.InfoSigner{Peer: j.n.ID().String(), Sign: key.Sign})
+	}
 	info := srv.Info()
 	stopStreams := ServeStreams(j.n.Host(), srv, wire.MaxStepPayload(info.MaxLength, srv.ModelInfo().DModel))
 	defer stopStreams()

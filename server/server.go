@@ -52,6 +52,7 @@ type Server struct {
 	endpointsLocked []string
 	// extraEndpointsLocked are advertised after endpointsLocked (AddEndpoints).
 	extraEndpointsLocked []string
+	signerLocked         *InfoSigner // SetInfoSigner; nil: challenges are not answered
 }
 
 // New loads the span cfg.Blocks of the model cfg.Model (only its blocks'
@@ -246,8 +247,14 @@ func (s *Server) serveInfo(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, err.Error(), http.StatusInternalServerError)
 		return
 	}
+	b = append(b, '\n')
+	if c := r.URL.Query().Get(api.InfoChallengeParam); c != "" {
+		if !s.signInfo(w, c, b) {
+			return
+		}
+	}
 	w.Header().Set("Content-Type", "application/json")
-	w.Write(append(b, '\n'))
+	w.Write(b)
 }
 
 func (s *Server) serveInference(w http.ResponseWriter, r *http.Request) {
