@@ -1,12 +1,10 @@
 package api
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/base64"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 )
@@ -69,14 +67,6 @@ type SignedInfo struct {
 // asking the server to sign nonce. A missing or undecodable signature is
 // not an error here (Signature stays nil); the caller verifies it.
 func FetchInfoChallenge(ctx context.Context, hc *http.Client, infoURL string, nonce []byte) (SignedInfo, error) {
-	if hc == nil {
-		hc = http.DefaultClient
-	}
-	if _, ok := ctx.Deadline(); !ok {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, DefaultInfoTimeout)
-		defer cancel()
-	}
 	u, err := url.Parse(infoURL)
 	if err != nil {
 		return SignedInfo{}, fmt.Errorf("api: GET %s: %w", infoURL, err)
@@ -84,28 +74,12 @@ func FetchInfoChallenge(ctx context.Context, hc *http.Client, infoURL string, no
 	q := u.Query()
 	q.Set(InfoChallengeParam, base64.RawURLEncoding.EncodeToString(nonce))
 	u.RawQuery = q.Encode()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
+	info, body, h, err := getInfo(ctx, hc, infoURL, u.String())
 	if err != nil {
-		return SignedInfo{}, fmt.Errorf("api: GET %s: %w", infoURL, err)
+		return SignedInfo{}, err
 	}
-	resp, err := hc.Do(req)
-	if err != nil {
-		return SignedInfo{}, fmt.Errorf("api: GET %s: %w", infoURL, err)
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, MaxInfoBytes+1))
-	if err != nil {
-		return SignedInfo{}, fmt.Errorf("api: GET %s: %w", infoURL, err)
-	}
-	if resp.StatusCode != http.StatusOK {
-		return SignedInfo{}, fmt.Errorf("api: GET %s: %w: HTTP %s", infoURL, ErrBadInfo, resp.Status)
-	}
-	info, err := ReadInfo(bytes.NewReader(body))
-	if err != nil {
-		return SignedInfo{}, fmt.Errorf("api: GET %s: %w", infoURL, err)
-	}
-	si := SignedInfo{Info: info, Body: body, Peer: resp.Header.Get(InfoPeerHeader)}
-	if sig, err := base64.RawURLEncoding.DecodeString(resp.Header.Get(InfoSignatureHeader)); err == nil && len(sig) > 0 {
+	si := SignedInfo{Info: info, Body: body, Peer: h.Get(InfoPeerHeader)}
+	if sig, err := base64.RawURLEncoding.DecodeString(h.Get(InfoSignatureHeader)); err == nil && len(sig) > 0 {
 		si.Signature = sig
 	}
 	return si, nil

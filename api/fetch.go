@@ -1,6 +1,7 @@
 package api
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -46,6 +47,14 @@ func ReadInfo(r io.Reader) (Info, error) {
 // has no deadline. Errors name the URL and wrap ErrBadInfo, the transport's
 // error or ctx's error.
 func FetchInfo(ctx context.Context, hc *http.Client, infoURL string) (Info, error) {
+	info, _, _, err := getInfo(ctx, hc, infoURL, infoURL)
+	return info, err
+}
+
+// getInfo GETs reqURL (infoURL, with a query maybe) and decodes the Info
+// document, returning its exact body and the answer's headers too; errors
+// name infoURL.
+func getInfo(ctx context.Context, hc *http.Client, infoURL, reqURL string) (Info, []byte, http.Header, error) {
 	if hc == nil {
 		hc = http.DefaultClient
 	}
@@ -54,22 +63,26 @@ func FetchInfo(ctx context.Context, hc *http.Client, infoURL string) (Info, erro
 		ctx, cancel = context.WithTimeout(ctx, DefaultInfoTimeout)
 		defer cancel()
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, infoURL, nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, reqURL, nil)
 	if err != nil {
-		return Info{}, fmt.Errorf("api: GET %s: %w", infoURL, err)
+		return Info{}, nil, nil, fmt.Errorf("api: GET %s: %w", infoURL, err)
 	}
 	resp, err := hc.Do(req)
 	if err != nil {
-		return Info{}, fmt.Errorf("api: GET %s: %w", infoURL, err)
+		return Info{}, nil, nil, fmt.Errorf("api: GET %s: %w", infoURL, err)
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
 		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, MaxInfoBytes))
-		return Info{}, fmt.Errorf("api: GET %s: %w: HTTP %s", infoURL, ErrBadInfo, resp.Status)
+		return Info{}, nil, nil, fmt.Errorf("api: GET %s: %w: HTTP %s", infoURL, ErrBadInfo, resp.Status)
 	}
-	info, err := ReadInfo(resp.Body)
+	body, err := io.ReadAll(io.LimitReader(resp.Body, MaxInfoBytes+1))
 	if err != nil {
-		return Info{}, fmt.Errorf("api: GET %s: %w", infoURL, err)
+		return Info{}, nil, nil, fmt.Errorf("api: GET %s: %w", infoURL, err)
 	}
-	return info, nil
+	info, err := ReadInfo(bytes.NewReader(body))
+	if err != nil {
+		return Info{}, nil, nil, fmt.Errorf("api: GET %s: %w", infoURL, err)
+	}
+	return info, body, resp.Header, nil
 }
