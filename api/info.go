@@ -55,6 +55,9 @@ type Info struct {
 	// sessions with their estimated waits (paper 003 eq. 20). Zero for a
 	// replica, whose engine admits requests itself.
 	Admission Admission `json:"admission"`
+	// NonFiniteSteps counts the steps a block server refused since it
+	// started because their hidden states held NaN or Inf.
+	NonFiniteSteps int64 `json:"non_finite_steps"`
 	// BackendModel is a replica's engine's own model id (its first
 	// /v1/models entry), the "model" its requests must name; empty for a
 	// block server.

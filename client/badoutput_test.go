@@ -91,6 +91,7 @@ func TestNonFiniteResultFailsOver(t *testing.T) {
 		st := sess.Stats()
 		require.Len(t, st.Replaced, 1)
 		require.Contains(t, st.Replaced[0].Failure, "NaN at token 1, column 3")
+		require.Equal(t, 1, st.BadOutputs)
 		require.NoError(t, sess.Close())
 
 		alone, err := client.New(head, []string{"bad:1"}, client.WithDialer(dial), client.WithInfoFetcher(fetch))

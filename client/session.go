@@ -68,8 +68,10 @@ type Session struct {
 	replaced  []HopStats
 	excluded  map[string]error // endpoints that failed this session
 	failovers int
-	closed    bool
-	gen       genStats
+	// badOutputs counts results refused for NaN or Inf (ErrBadOutput).
+	badOutputs int
+	closed     bool
+	gen        genStats
 }
 
 // Open opens a session of up to maxLength tokens (prompt plus generated):
@@ -277,6 +279,9 @@ func (s *Session) failover(ctx context.Context, i, pos int, cause error) error {
 		s.c.cfg.bans.Fail(url, cause)
 	}
 	s.replaced = append(s.replaced, failed.stats.snapshot(failed, cause))
+	if errors.Is(cause, ErrBadOutput) {
+		s.badOutputs++
+	}
 	log := s.c.cfg.log
 	log.Warn("hop failed: failing over", "hop", i, "server", url, "blocks", failed.span.String(), "position", pos, "err", cause)
 	failed.truncate(pos, s.d) // its inputs from pos on are sent again by the retry

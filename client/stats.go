@@ -41,6 +41,9 @@ type Stats struct {
 	Replaced []HopStats
 	// Failovers counts hop replacements (attempts included).
 	Failovers int
+	// BadOutputs counts results refused because their hidden states held
+	// NaN or Inf (ErrBadOutput; each failed its hop over).
+	BadOutputs int
 	// Tokens is the number of tokens Generate produced.
 	Tokens int
 	// TTFT is the time from the start of Generate to the first token.
@@ -88,7 +91,7 @@ type genStats struct {
 func (s *Session) Stats() Stats {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	st := Stats{Replaced: slices.Clone(s.replaced), Failovers: s.failovers, Tokens: s.gen.tokens, TTFT: s.gen.first, Total: s.gen.last}
+	st := Stats{Replaced: slices.Clone(s.replaced), Failovers: s.failovers, BadOutputs: s.badOutputs, Tokens: s.gen.tokens, TTFT: s.gen.first, Total: s.gen.last}
 	for _, h := range s.hops {
 		st.Hops = append(st.Hops, h.stats.snapshot(h, nil))
 	}

@@ -56,6 +56,7 @@ func TestRequestErrors(t *testing.T) {
 	}
 	p.send(step(0, 1, 64, swarm.DTypeF32))
 	require.Equal(t, sid, expect[*wire.Result](p).SessionID, "the session still works")
+	require.Equal(t, int64(1), s.srv.Info().NonFiniteSteps, "the NaN step is counted")
 }
 
 // nonFinite returns n zeros with a NaN at index at.

@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/gorilla/websocket"
@@ -29,6 +30,7 @@ type Server struct {
 	log        *slog.Logger
 	engine     blocks.Engine
 	backend    blocks.Backend // the engine's, for /v1/info
+	nonFinite  atomic.Int64   // steps refused for NaN or Inf (Info.NonFiniteSteps)
 	info       swarm.ModelInfo
 	maxLength  int // longest session accepted: the model's context
 	memory     int64
@@ -182,11 +184,12 @@ func (s *Server) Info() api.Info {
 			CacheBytesFree: snap.CacheBytesFree,
 			Sessions:       snap.Loads(), Endpoints: endpoints, ProtocolVersion: swarm.ProtocolVersion,
 		},
-		ModelInfo:   &mi,
-		State:       state,
-		MaxLength:   s.maxLength,
-		Measurement: s.timing.Detail,
-		Admission:   snap,
+		ModelInfo:      &mi,
+		State:          state,
+		MaxLength:      s.maxLength,
+		Measurement:    s.timing.Detail,
+		NonFiniteSteps: s.nonFinite.Load(),
+		Admission:      snap,
 	}
 }
 

@@ -207,6 +207,7 @@ func (s *session) forward(st *wire.Step) {
 		return
 	}
 	if i := wire.FirstNonFinite(h.Data); i >= 0 {
+		s.c.s.nonFinite.Add(1)
 		s.c.sendError(s.id, fmt.Errorf("%w: value %g at token %d, column %d", errNotFinite, h.Data[i], i/d, i%d))
 		return
 	}
