@@ -24,7 +24,7 @@ import (
 //
 //	request blocks=L max-length=N [now=T] [prefill]
 //	add-server name=N span=START:END tau=S rtt=S slots=K [as-of=T]
-//	           [tau-prefill=S] [rtt-prefill=S]
+//	           [tau-prefill=S] [rtt-prefill=S] [tau-batch=B/S,B/S...]
 //	session server=N remaining=S caches=K   an open session on server N
 //	fail name=N                              remove a server
 //	graph                                    edges of Lemma 3.1
@@ -45,6 +45,11 @@ func TestEq20_WaitingTime(t *testing.T) { runScript(t, "eq20.txt") }
 // TestWSRR_Scenario: WS-RR, the exact (21) and PETALS routing on one
 // fleet as it fills up and servers fail; the all-tokens cost (8).
 func TestWSRR_Scenario(t *testing.T) { runScript(t, "wsrr.txt") }
+
+// TestBatchTau_Scenario: a batching server's tau grows with the sessions
+// it runs (swarm.BatchFactor), so WS-RR moves new sessions to another
+// server once the busy one's batched step costs more.
+func TestBatchTau_Scenario(t *testing.T) { runScript(t, "batch.txt") }
 
 // TestEveryScriptRuns guards against a script in testdata/ that no test
 // runs.
@@ -84,6 +89,17 @@ func (h *harness) run(t *testing.T, d *datadriven.TestData) string {
 		}
 		if d.HasArg("rtt-prefill") {
 			s.RTTPrefill = floatArg(t, d, "rtt-prefill")
+		}
+		if d.HasArg("tau-batch") {
+			for _, p := range strings.Split(strArg(t, d, "tau-batch"), ",") {
+				b, tau, ok := strings.Cut(p, "/")
+				require.True(t, ok, "tau-batch entry %q, want BATCH/SECONDS", p)
+				n, err := strconv.Atoi(b)
+				require.NoError(t, err)
+				v, err := strconv.ParseFloat(tau, 64)
+				require.NoError(t, err)
+				s.TauBatch = append(s.TauBatch, swarm.BatchTau{Batch: n, Tau: v})
+			}
 		}
 		h.servers = append(h.servers, s)
 		return ""

@@ -37,6 +37,12 @@ type Server struct {
 	Span swarm.Span
 	// Tau is tau_j, the decode time per block per token, in seconds.
 	Tau float64
+	// TauBatch is the server's measured decode time per block of a batch
+	// of single-token steps by batch size (swarm.ServerInfo.TauBatch),
+	// or nil. With it, a session joining b running sessions is priced at
+	// Tau * swarm.BatchFactor(TauBatch, b+1) per block (LinkCost): the
+	// server steps them in one batched pass, each step slower than alone.
+	TauBatch []swarm.BatchTau
 	// RTT is t_cj, the per-token round trip time between this client and
 	// the server, in seconds (eq. 1).
 	RTT float64
@@ -120,13 +126,33 @@ func (r Route) Chain() []int {
 // contain the compute term; we read them as the RTTs t^I_cj and t_cj so
 // that compute is counted once, which is also what the authors' simulator
 // charges (WS_RR.m: (RTT_input + (lc-1) RTT) + (tau_input + (lc-1) tau) k).
+//
+// tau_j is the server's Tau scaled by its batch curve for the sessions
+// running at req.Now plus this one (Server.TauBatch); without a curve,
+// Tau.
 func LinkCost(s Server, k int, req Request) float64 {
-	decode := s.RTT + s.Tau*float64(k)
+	decode := s.RTT + s.batchTau(req.Now)*float64(k)
 	if !req.Prefill {
 		return decode
 	}
 	l := float64(req.MaxLength)
 	return (s.RTTPrefill+s.TauPrefill*float64(k))/l + (l-1)/l*decode
+}
+
+// batchTau is tau_j for one more session at time now: Tau *
+// BatchFactor(TauBatch, running + 1), counting as running the sessions with
+// time left at now.
+func (s Server) batchTau(now float64) float64 {
+	if len(s.TauBatch) == 0 {
+		return s.Tau
+	}
+	running := 0
+	for _, r := range s.Sessions {
+		if r.Remaining-(now-s.AsOf) > 0 {
+			running++
+		}
+	}
+	return s.Tau * swarm.BatchFactor(s.TauBatch, running+1)
 }
 
 // WaitTime returns t^W(t) of eq. (20) for server s and a session that needs
@@ -252,6 +278,12 @@ func validate(servers []Server, req Request) error {
 		case math.IsNaN(s.AsOf) || math.IsInf(s.AsOf, 0):
 			return bad("servers[%d] (%s).as_of = %g, want a finite time in seconds", j, s.Name, s.AsOf)
 		}
+		for i, bt := range s.TauBatch {
+			if bt.Batch < 1 || (i > 0 && bt.Batch <= s.TauBatch[i-1].Batch) || !ok(bt.Tau) {
+				return bad("servers[%d] (%s).tau_batch[%d] = {batch %d, tau %g}, want batches >= 1 in increasing order and finite times >= 0",
+					j, s.Name, i, bt.Batch, bt.Tau)
+			}
+		}
 		for r, l := range s.Sessions {
 			if math.IsNaN(l.Remaining) || math.IsInf(l.Remaining, 0) || l.Caches < 0 {
 				return bad("servers[%d] (%s).sessions[%d] = {remaining %g, caches %d}, want a finite time and caches >= 0",
@@ -278,6 +310,8 @@ func validate(servers []Server, req Request) error {
 //     its own memory. UnlimitedCache for a full-range replica (it admits
 //     sessions itself) or a server that advertises neither figure;
 //   - TauPrefill = info.TauI.At(inputLength) (tau^I_j(l^I_max));
+//   - TauBatch = info.TauBatch, so that LinkCost prices a busy batching
+//     server by its batch curve;
 //   - RTT and RTTPrefill are this client's measurements, in seconds;
 //   - asOf is when the client read info.Sessions, in seconds on the clock
 //     it will pass as Request.Now.
@@ -286,6 +320,7 @@ func FromServerInfo(info swarm.ServerInfo, maxLength, inputLength int, rtt, rttP
 		Name:       info.ID,
 		Span:       info.Span,
 		Tau:        info.Tau,
+		TauBatch:   info.TauBatch,
 		RTT:        rtt,
 		TauPrefill: info.TauI.At(inputLength),
 		RTTPrefill: rttPrefill,

@@ -228,7 +228,7 @@ func (s *session) forward(st *wire.Step) {
 // updateRemaining refreshes the session's estimated remaining time T_r of
 // paper 003 eq. (20): the positions left times the average time between
 // steps (which includes the client's and the other servers' time), at least
-// this server's compute time for them.
+// this server's compute time for them (stepLowerBound).
 func (s *session) updateRemaining(start time.Time, compute time.Duration) {
 	if !s.lastStep.IsZero() {
 		gap := start.Sub(s.lastStep).Seconds()
@@ -240,6 +240,16 @@ func (s *session) updateRemaining(start time.Time, compute time.Duration) {
 	}
 	s.lastStep = start
 	left := float64(s.maxLength - s.es.Len())
-	perStep := max(s.interval, compute.Seconds(), float64(s.span.Len())*s.c.s.timing.Tau)
+	t := s.c.s.timing
+	perStep := stepLowerBound(max(s.interval, compute.Seconds()), s.span.Len(), t.Tau, t.TauBatch, s.c.s.adm.OpenSessions())
 	s.grant.SetRemaining(left * perStep)
+}
+
+// stepLowerBound is the time one decode step of a session takes at the
+// least, seconds: the observed time (the mean interval between its steps
+// or this step's compute), but no less than its k blocks at tau_j scaled by
+// the batch curve for the open sessions stepped together
+// (k * tau * swarm.BatchFactor(batch, open)).
+func stepLowerBound(observed float64, k int, tau float64, batch []swarm.BatchTau, open int) float64 {
+	return max(observed, float64(k)*tau*swarm.BatchFactor(batch, open))
 }

@@ -82,6 +82,37 @@ type BatchTau struct {
 	Tau float64 `json:"tau"`
 }
 
+// BatchFactor returns TauBatch(b) / TauBatch(1) for the measured curve
+// batch (sorted by Batch, as ServerInfo.TauBatch): how many times longer
+// one decode step of a batch of b sessions takes than a step of one
+// session alone, so that a server's per-block time per token with b
+// sessions decoding together is Tau * BatchFactor(batch, b). Between
+// measured sizes it interpolates linearly, past the largest it extrapolates
+// the last two points' slope (never below the largest measured value). It
+// is 1 for b <= 1, for a curve without a batch of 1, and for an empty
+// curve (a server that does not batch is priced at Tau per session, as
+// before: its steps do not share a pass).
+func BatchFactor(batch []BatchTau, b int) float64 {
+	if b <= 1 || len(batch) == 0 || batch[0].Batch != 1 || batch[0].Tau <= 0 {
+		return 1
+	}
+	one := batch[0].Tau
+	for i := 1; i < len(batch); i++ {
+		lo, hi := batch[i-1], batch[i]
+		if b <= hi.Batch {
+			f := float64(b-lo.Batch) / float64(hi.Batch-lo.Batch)
+			return (lo.Tau + f*(hi.Tau-lo.Tau)) / one
+		}
+	}
+	last := batch[len(batch)-1]
+	if len(batch) == 1 {
+		return last.Tau / one
+	}
+	prev := batch[len(batch)-2]
+	slope := max(0, (last.Tau-prev.Tau)/float64(last.Batch-prev.Batch))
+	return (last.Tau + slope*float64(b-last.Batch)) / one
+}
+
 // SessionLoad is one open session as a server advertises it: the inputs of
 // the waiting time t^W of paper 003 eq. (20).
 type SessionLoad struct {

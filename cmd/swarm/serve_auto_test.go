@@ -209,6 +209,9 @@ func TestServeAuto_FiveServers(t *testing.T) {
 	for id, s := range servers {
 		require.Equal(t, byID[id].span, fmt.Sprintf("%d:%d", s.Start, s.End))
 		require.Greater(t, s.Tau, 0.0)
+		require.Equal(t, "cpu", s.Device)
+		require.NotEmpty(t, s.TauBatch, "the batch curve routing prices busy servers by")
+		require.Equal(t, 1, s.TauBatch[0].Batch)
 	}
 
 	want := referenceText(t) + "\n"

@@ -12,6 +12,7 @@ import (
 
 	"github.com/swarmllm/swarm/node"
 	"github.com/swarmllm/swarm/registry"
+	"github.com/swarmllm/swarm/swarm"
 	"github.com/swarmllm/swarm/swarm/p2p"
 )
 
@@ -38,7 +39,8 @@ serving process failed), LEFT (announced, or silent for longer than
 --json prints
   {"servers": [{"id": PEERID, "provider": P, "model": M, "start": S, "end": E,
                 "state": "SERVING", "tau": SECONDS, "sessions": N,
-                "cache_free_bytes": BYTES}, ...]}
+                "cache_free_bytes": BYTES, "device": "cpu",
+                "tau_batch": [{"batch": B, "tau": SECONDS}, ...]}, ...]}
 sorted by id.
 
 Example:
@@ -121,6 +123,9 @@ type statusServer struct {
 	Sessions       int     `json:"sessions"`
 	CacheFreeBytes int64   `json:"cache_free_bytes"`
 	HeartbeatAgeS  float64 `json:"heartbeat_age_s"` // now - its last stamp: < 0 when its clock runs ahead
+	// Device and TauBatch (seconds per block by batch size) as the server advertises them.
+	Device   string           `json:"device,omitempty"`
+	TauBatch []swarm.BatchTau `json:"tau_batch,omitempty"`
 }
 
 func writeStatusJSON(w io.Writer, entries []registry.Entry) error {
@@ -139,6 +144,7 @@ func writeStatusJSON(w io.Writer, entries []registry.Entry) error {
 			Sessions:       len(e.Info.Sessions),
 			CacheFreeBytes: e.Info.CacheBytesFree,
 			HeartbeatAgeS:  time.Since(e.Heartbeat).Seconds(),
+			Device:         e.Info.Device, TauBatch: e.Info.TauBatch,
 		})
 	}
 	enc := json.NewEncoder(w)

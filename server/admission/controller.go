@@ -157,6 +157,13 @@ func New(cfg Config) (*Controller, error) {
 	}, nil
 }
 
+// OpenSessions is the number of sessions admitted and not yet released.
+func (c *Controller) OpenSessions() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.openLocked)
+}
+
 // CacheBudget is M - s_m*m, the bytes available to attention caches.
 func (c *Controller) CacheBudget() int64 { return c.budget }
 
