@@ -60,7 +60,7 @@ func TestEveryScriptRuns(t *testing.T) {
 	for _, f := range files {
 		names = append(names, filepath.Base(f))
 	}
-	require.ElementsMatch(t, []string{"lemma3_1.txt", "eq20.txt", "wsrr.txt"}, names)
+	require.ElementsMatch(t, []string{"lemma3_1.txt", "eq20.txt", "wsrr.txt", "batch.txt"}, names)
 }
 
 type harness struct {
