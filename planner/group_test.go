@@ -1,21 +1,30 @@
 package planner
 
 import (
+	"context"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/libp2p/go-libp2p/core/host"
+	"github.com/libp2p/go-libp2p/core/peer"
 	mocknet "github.com/libp2p/go-libp2p/p2p/net/mock"
 	"github.com/stretchr/testify/require"
 )
 
-// meshHosts returns n in-memory libp2p hosts (mocknet), all connected.
-func meshHosts(t *testing.T, n int) []host.Host {
+// meshNet returns n in-memory libp2p hosts (mocknet), all connected, and
+// their network (to partition it).
+func meshNet(t *testing.T, n int) ([]host.Host, mocknet.Mocknet) {
 	t.Helper()
 	mn, err := mocknet.FullMeshConnected(n)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = mn.Close() })
-	return mn.Hosts()
+	return mn.Hosts(), mn
+}
+
+func meshHosts(t *testing.T, n int) []host.Host {
+	hosts, _ := meshNet(t, n)
+	return hosts
 }
 
 // TestGroupCommitsEpochs runs 3 replicas over in-memory libp2p: an epoch
@@ -110,4 +119,147 @@ func TestLateStarter(t *testing.T) {
 	rs = append(rs, late)
 	waitLeader(t, rs)
 	require.NoError(t, late.Report(ctx, 1, "s1", Progress{State: MoveDone}))
+}
+
+// TestPartitionedLeaderCannotCommit cuts the leader off from both
+// followers: its proposal for epoch 1 never commits, the majority elects a
+// new leader and commits its own epoch 1, and after the partition heals
+// every replica holds the majority's plan. The old leader's watch never
+// shows the minority's plan.
+func TestPartitionedLeaderCannotCommit(t *testing.T) {
+	hosts, mn := meshNet(t, 3)
+	members := ids(hosts)
+	var rs []*Replica
+	for _, h := range hosts {
+		rs = append(rs, startReplica(t, h, members))
+	}
+	leader := waitLeader(t, rs)
+	ctx := ctxFor(t)
+	seen := make(chan Plan, 64)
+	go func(w <-chan Plan) {
+		for p := range w {
+			seen <- p
+		}
+		close(seen)
+	}(rs[leader].Watch(ctx))
+
+	cut := func(link bool) {
+		for i := range hosts {
+			if i == leader {
+				continue
+			}
+			a, b := hosts[leader].ID(), hosts[i].ID()
+			if link {
+				_, err := mn.LinkPeers(a, b)
+				require.NoError(t, err)
+				_, err = mn.ConnectPeers(a, b)
+				require.NoError(t, err)
+				continue
+			}
+			require.NoError(t, mn.DisconnectPeers(a, b))
+			require.NoError(t, mn.UnlinkPeers(a, b))
+		}
+	}
+	cut(false)
+	short, cancel := context.WithTimeout(ctx, 3*time.Second)
+	err := rs[leader].Propose(short, testPlan(1, "minority", "s1"))
+	cancel()
+	require.Error(t, err, "a leader cut off from the majority committed a plan")
+
+	var majority []*Replica
+	for i, r := range rs {
+		if i != leader {
+			majority = append(majority, r)
+		}
+	}
+	waitLeader(t, majority)
+	require.NoError(t, majority[0].Propose(ctx, testPlan(1, "majority", "s1")))
+
+	cut(true)
+	require.Eventually(t, func() bool {
+		p, err := rs[leader].Current(ctx)
+		return err == nil && p.ProposalID == "majority"
+	}, groupTimeout, pollEvery)
+	for _, r := range rs {
+		require.NoError(t, r.Close(ctx))
+	}
+	for p := range seen {
+		require.NotEqual(t, "minority", p.ProposalID, "the old leader applied the minority's plan: %s", describe(p))
+	}
+}
+
+// TestStartRefusesBadMembers checks the member list rules.
+func TestStartRefusesBadMembers(t *testing.T) {
+	hosts := meshHosts(t, 4)
+	all := ids(hosts)
+	tests := []struct {
+		name    string
+		members []peer.ID
+		says    string
+	}{
+		{"two members", all[:2], "2 members (want 1, 3 or 5)"},
+		{"four members", all, "4 members"},
+		{"self missing", all[1:], "is not among the 3 members"},
+		{"duplicate", []peer.ID{all[0], all[1], all[1]}, "listed twice"},
+	}
+	for _, tt := range tests {
+		_, err := Start(t.Context(), hosts[0], tt.members, testOptions()...)
+		require.ErrorIs(t, err, ErrBadConfig, tt.name)
+		require.ErrorContains(t, err, tt.says, tt.name)
+	}
+	_, err := Start(t.Context(), hosts[0], all[:1], WithTicks(4, 1))
+	require.ErrorIs(t, err, ErrBadConfig)
+}
+
+// TestSingleReplica runs a group of one: it leads itself and commits; its
+// watches close when it closes, and calls after Close fail with ErrClosed.
+func TestSingleReplica(t *testing.T) {
+	h := meshHosts(t, 1)[0]
+	r := startReplica(t, h, []peer.ID{h.ID()})
+	waitLeader(t, []*Replica{r})
+	ctx := ctxFor(t)
+	w := r.Watch(ctx)
+	require.Equal(t, uint64(0), (<-w).Epoch, "the first value is the plan before any epoch")
+	require.NoError(t, r.Propose(ctx, testPlan(1, "solo", "s1")))
+	require.Equal(t, "solo", waitPlan(t, w, 1, StatusActive).ProposalID)
+
+	require.NoError(t, r.Close(ctx))
+	require.NoError(t, r.Close(ctx), "Close twice")
+	for range w { // drains, then ends: the watch is closed
+	}
+	_, err := r.Current(ctx)
+	require.ErrorIs(t, err, ErrClosed)
+}
+
+// TestFiveReplicasLoseTwo runs a group of five: with two replicas closed
+// the other three still commit, and a proposal through any of them is
+// seen by all three.
+func TestFiveReplicasLoseTwo(t *testing.T) {
+	hosts := meshHosts(t, 5)
+	members := ids(hosts)
+	var rs []*Replica
+	for _, h := range hosts {
+		rs = append(rs, startReplica(t, h, members))
+	}
+	leader := waitLeader(t, rs)
+	ctx := ctxFor(t)
+	require.NoError(t, rs[(leader+1)%5].Propose(ctx, testPlan(1, "five", "s1")))
+
+	down := []int{leader, (leader + 2) % 5}
+	var live []*Replica
+	for i, r := range rs {
+		if i == down[0] || i == down[1] {
+			require.NoError(t, r.Close(ctx))
+			continue
+		}
+		live = append(live, r)
+	}
+	waitLeader(t, live)
+	require.NoError(t, live[0].Abort(ctx, 1, "two replicas lost"))
+	require.NoError(t, live[2].Propose(ctx, testPlan(2, "three-left", "s2")))
+	for _, r := range live {
+		p, err := r.Current(ctx)
+		require.NoError(t, err)
+		require.Equal(t, "three-left", p.ProposalID)
+	}
 }

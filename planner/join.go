@@ -58,6 +58,9 @@ func (r *Replica) rejoin(ctx context.Context) (uint64, error) {
 			continue
 		}
 		rep, err := r.askJoin(ctx, m)
+		if ctx.Err() != nil {
+			return 0, fmt.Errorf("planner: asking the members to join: %w", ctx.Err())
+		}
 		if err != nil {
 			r.log.Debug("planner: member did not answer the join request", "member", m, "err", err)
 			continue

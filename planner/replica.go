@@ -236,6 +236,9 @@ func (r *Replica) Abort(ctx context.Context, epoch uint64, reason string) error 
 // propose commits c, retrying through leader changes until ctx ends.
 func (r *Replica) propose(ctx context.Context, c command) error {
 	data := c.encode()
+	if _, err := decodeCommand(data); err != nil {
+		return err // malformed: refuse it here rather than through the log
+	}
 	var res sm.Result
 	err := r.retry(ctx, func(actx context.Context) (err error) {
 		res, err = r.nh.SyncPropose(actx, r.nh.GetNoOPSession(shardID), data)
