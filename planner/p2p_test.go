@@ -3,24 +3,33 @@ package planner
 import (
 	"context"
 	"testing"
+	"time"
 
-	"github.com/libp2p/go-libp2p"
 	"github.com/libp2p/go-libp2p/core/crypto"
 	"github.com/libp2p/go-libp2p/core/host"
-	"github.com/libp2p/go-libp2p/core/peer"
 	"github.com/stretchr/testify/require"
+
+	"github.com/swarmllm/swarm/registry/registrytest"
+	"github.com/swarmllm/swarm/swarm/p2p"
 )
 
-// Integration tests: replicas on real libp2p hosts (TCP on 127.0.0.1,
-// Noise, yamux), as a planner group runs on swarm nodes.
+// Integration tests: replicas on the swarm's own libp2p nodes (package
+// p2p: TCP on 127.0.0.1, Noise/TLS, a DHT-routed host), which find each
+// other through a bootstrap peer and the DHT, as a planner group does on
+// swarm nodes.
 
-// loopbackHost is a libp2p host listening on 127.0.0.1 with identity key.
-func loopbackHost(t *testing.T, key crypto.PrivKey) host.Host {
+// p2pNode starts a node with identity key, bootstrapping from boot (nil
+// for none), and closes it at the end of the test.
+func p2pNode(t *testing.T, key crypto.PrivKey, boot *p2p.Node) *p2p.Node {
 	t.Helper()
-	h, err := libp2p.New(libp2p.Identity(key), libp2p.ListenAddrStrings("/ip4/127.0.0.1/tcp/0"), libp2p.DisableRelay())
+	opts := append(registrytest.P2POptions(), p2p.WithPrivateKey(key), p2p.WithDialTimeout(5*time.Second))
+	n, err := p2p.New(registrytest.P2PConfig(boot), opts...)
 	require.NoError(t, err)
-	t.Cleanup(func() { _ = h.Close() })
-	return h
+	t.Cleanup(func() { _ = n.Close() })
+	ctx, cancel := context.WithTimeout(t.Context(), groupTimeout)
+	defer cancel()
+	require.NoError(t, n.WaitReady(ctx))
+	return n
 }
 
 func newKey(t *testing.T) crypto.PrivKey {
@@ -28,16 +37,6 @@ func newKey(t *testing.T) crypto.PrivKey {
 	k, _, err := crypto.GenerateEd25519Key(nil)
 	require.NoError(t, err)
 	return k
-}
-
-// connect dials every pair of hosts.
-func connect(t *testing.T, hosts ...host.Host) {
-	t.Helper()
-	for i, a := range hosts {
-		for _, b := range hosts[i+1:] {
-			require.NoError(t, a.Connect(t.Context(), peer.AddrInfo{ID: b.ID(), Addrs: b.Addrs()}))
-		}
-	}
 }
 
 // TestP2PLeaderFailover runs 3 replicas on loopback libp2p: an epoch
@@ -48,11 +47,12 @@ func connect(t *testing.T, hosts ...host.Host) {
 // catches up from a snapshot streamed over libp2p.
 func TestP2PLeaderFailover(t *testing.T) {
 	keys := []crypto.PrivKey{newKey(t), newKey(t), newKey(t)}
+	nodes := []*p2p.Node{p2pNode(t, keys[0], nil)}
+	nodes = append(nodes, p2pNode(t, keys[1], nodes[0]), p2pNode(t, keys[2], nodes[0]))
 	hosts := make([]host.Host, 3)
-	for i, k := range keys {
-		hosts[i] = loopbackHost(t, k)
+	for i, n := range nodes {
+		hosts[i] = n.Host()
 	}
-	connect(t, hosts...)
 	members := ids(hosts)
 	rs := make([]*Replica, 3)
 	for i, h := range hosts {
@@ -67,7 +67,7 @@ func TestP2PLeaderFailover(t *testing.T) {
 	old := rs[leader]
 	oldID := old.ID()
 	require.NoError(t, old.Close(ctx))
-	require.NoError(t, hosts[leader].Close())
+	require.NoError(t, nodes[leader].Close())
 	var live []*Replica
 	for i, r := range rs {
 		if i != leader {
@@ -90,9 +90,15 @@ func TestP2PLeaderFailover(t *testing.T) {
 	require.NoError(t, next.Report(ctx, 2, "s3", Progress{State: MoveDone}))
 	require.NoError(t, next.Propose(ctx, testPlan(3, "e3", "s1")))
 
-	// Restart the killed node with empty state.
-	h := loopbackHost(t, keys[leader])
-	connect(t, append([]host.Host{h}, live[0].h, live[1].h)...)
+	// Restart the killed node with empty state, bootstrapping from a
+	// survivor: it reaches the other one through the DHT.
+	var survivor *p2p.Node
+	for i, n := range nodes {
+		if i != leader {
+			survivor = n
+		}
+	}
+	h := p2pNode(t, keys[leader], survivor).Host()
 	back := startReplica(t, h, members)
 	require.Greater(t, back.ID(), uint64(3), "a restarted replica never reuses its old Raft id %d", oldID)
 	got := waitPlan(t, back.Watch(ctx), 3, StatusActive)
@@ -114,5 +120,4 @@ func TestP2PLeaderFailover(t *testing.T) {
 	require.Len(t, members2, 3)
 	require.NotContains(t, members2, oldID)
 	require.Equal(t, h.ID().String(), members2[back.ID()])
-	_ = context.Background
 }
