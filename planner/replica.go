@@ -44,7 +44,8 @@ type Replica struct {
 
 // Start runs a replica of the planner group on h. members are the peer ids
 // of the group's replicas (1, 3 or 5, h's own included); every replica is
-// started with the same list, in any order.
+// started with the same list, in any order. A host runs at most one
+// replica (the stream protocols are registered once per host).
 //
 // The log and snapshots live in memory. A replica restarted with empty
 // state asks the other members, one at a time, to take it back: a member
