@@ -81,6 +81,7 @@ var depRules = map[string]depRule{
 	"client":                {never: []string{"server", "registry", "sim", "cmd"}},
 	"client/chat":           {only: []string{"client"}, required: []string{"client"}},
 	"node":                  {never: []string{"cmd", "sim"}},
+	"planner":               {never: []string{"server", "client", "node", "ingress", "sim", "blocks", "routing", "cmd"}},
 	"ingress":               {never: []string{"server", "registry", "node", "sim", "cmd", "ingress/openai", "ingress/petals", "ingress/ingresstest"}},
 	"ingress/openai":        {never: []string{"server", "registry", "node", "sim", "cmd"}},
 	"ingress/petals":        {never: []string{"server", "registry", "node", "sim", "cmd"}},
