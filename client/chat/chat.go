@@ -233,7 +233,9 @@ func (s *Session) Run(ctx context.Context, in io.Reader, out, errOut io.Writer, 
 			return werr
 		}
 		switch {
-		case errors.Is(err, client.ErrIngress) || errors.Is(err, ErrRefused):
+		case errors.Is(err, ErrRefused):
+			fmt.Fprintln(errOut, err)
+		case errors.Is(err, client.ErrIngress):
 			fmt.Fprintf(errOut, "chat: %v\n", err)
 		case err != nil:
 			return err

@@ -183,6 +183,12 @@ func TestChatPlainFallback(t *testing.T) {
 	require.ErrorIs(t, err, chat.ErrRefused)
 	require.ErrorContains(t, err, "more than the model's context of 512")
 	require.Equal(t, before, s2.Messages())
+	// Run reports the refusal and goes on with the next message.
+	var out, errOut strings.Builder
+	s2.Reset()
+	require.NoError(t, s2.Run(ctx, strings.NewReader(strings.Repeat("Lily and Ben went to the park. ", 200)+"\nLily\n"), &out, &errOut, ""))
+	require.Equal(t, "\n"+c.Text+"\n", out.String())
+	require.Regexp(t, `^chat: message refused: the conversation has \d+ tokens, more than the model's context of 512: /reset to start a new one\n$`, errOut.String())
 
 	_, err = local.NewChat(m.Head, m.Run, "{% if %}")
 	require.Error(t, err)

@@ -167,7 +167,7 @@ func blockTensors(t *testing.T, path string) (blocks [][2]int64, probe int64) {
 // the greedy completion a local `swarm generate` prints, for a GGUF
 // repository and a sharded safetensors one. Offline, the cached head
 // serves again; an unknown repository fails the start with the hub's
-// answer. `swarm chat --model ORG/REPO` runs the hub model in its process.
+// answer, and a gated one without HF_TOKEN. `swarm chat --model ORG/REPO` runs the hub model in its process.
 func TestProxyFromHub(t *testing.T) {
 	c := synth.DefaultConfig()
 	c.Layers, c.Dim, c.FFN = 4, 128, 256 // ~590 KB per block, f32
@@ -235,4 +235,12 @@ func TestProxyFromHub(t *testing.T) {
 	_, errOut, code := runSwarmProcess(t, "proxy", "--listen", "127.0.0.1:0", "--model", "org/nope", "--servers", "127.0.0.1:1")
 	require.Equal(t, 1, code)
 	require.Contains(t, errOut, "model org/nope: hub: list org/nope at "+srv.URL)
+
+	// A gated repository needs HF_TOKEN.
+	srv.Set(func(s *hubtest.Server) { s.Token = "secret" })
+	_, errOut, code = runSwarmProcess(t, "proxy", "--listen", "127.0.0.1:0", "--model", "org/tiny", "--servers", "127.0.0.1:1")
+	require.Equal(t, 1, code)
+	require.Contains(t, errOut, "a gated or private repository needs HF_TOKEN")
+	t.Setenv("HF_TOKEN", "secret")
+	startProc(t, swarmCmd(t, "proxy", "--listen", "127.0.0.1:0", "--model", "org/tiny", "--servers", "127.0.0.1:1"), launch.ProxyReadyPrefix)
 }
