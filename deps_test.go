@@ -80,6 +80,7 @@ var depRules = map[string]depRule{
 	"server/serverbench":    {never: []string{"client", "registry", "placement", "sim", "cmd"}},
 	"client":                {never: []string{"server", "registry", "sim", "cmd"}},
 	"client/chat":           {only: []string{"client"}, required: []string{"client"}},
+	"client/local":          {never: []string{"server", "registry", "node", "sim", "cmd"}, std: []string{"net"}},
 	"node":                  {never: []string{"cmd", "sim"}},
 	"planner":               {never: []string{"server", "client", "node", "ingress", "sim", "blocks", "routing", "cmd"}},
 	"ingress":               {never: []string{"server", "registry", "node", "sim", "cmd", "ingress/openai", "ingress/petals", "ingress/ingresstest"}},

@@ -1,6 +1,7 @@
 package ingress
 
 import (
+	"context"
 	"fmt"
 	"log"
 	"net"
@@ -53,4 +54,25 @@ func NewHTTPServer(h http.Handler, ln net.Listener, c HTTPConfig, errorLog *log.
 	hs := &http.Server{Handler: h, ReadHeaderTimeout: c.ReadHeaderTimeout, ReadTimeout: c.ReadTimeout,
 		IdleTimeout: c.IdleTimeout, ErrorLog: errorLog}
 	return hs, netutil.LimitListener(ln, c.MaxConnections)
+}
+
+// Serve serves ln with hs until ctx ends, then shuts hs down: requests in
+// flight get up to grace to finish, after which their connections are
+// closed. It returns nil after a shutdown, or the error that stopped
+// serving before ctx ended.
+func Serve(ctx context.Context, hs *http.Server, ln net.Listener, grace time.Duration) error {
+	done := make(chan error, 1)
+	go func() { done <- hs.Serve(ln) }()
+	select {
+	case err := <-done:
+		return fmt.Errorf("ingress: serving HTTP: %w", err)
+	case <-ctx.Done():
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), grace)
+	defer cancel()
+	if err := hs.Shutdown(sctx); err != nil {
+		hs.Close()
+	}
+	<-done
+	return nil
 }

@@ -1,6 +1,7 @@
 package ingress_test
 
 import (
+	"context"
 	"io"
 	"net"
 	"net/http"
@@ -104,4 +105,49 @@ func errorAs(err error, target *net.Error) bool {
 		*target = ne
 	}
 	return ok
+}
+
+// TestServeShutsDownGracefully: when ctx ends, Serve stops accepting and
+// returns nil once the request in flight has been answered; a listener
+// that fails makes it return the error at once.
+func TestServeShutsDownGracefully(t *testing.T) {
+	entered, release := make(chan struct{}), make(chan struct{})
+	h := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		close(entered)
+		<-release
+		_, _ = io.WriteString(w, "done")
+	})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	served := make(chan error, 1)
+	go func() { served <- ingress.Serve(ctx, &http.Server{Handler: h}, ln, time.Minute) }()
+	body := make(chan string, 1)
+	go func() {
+		resp, err := http.Get("http://" + ln.Addr().String())
+		if err != nil {
+			body <- err.Error()
+			return
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		body <- string(b)
+	}()
+	<-entered
+	cancel()
+	select {
+	case err := <-served:
+		t.Fatalf("Serve returned %v with a request in flight", err)
+	default:
+	}
+	close(release)
+	require.Equal(t, "done", <-body)
+	require.NoError(t, <-served)
+
+	closed, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	require.NoError(t, closed.Close())
+	err = ingress.Serve(context.Background(), &http.Server{Handler: h}, closed, time.Minute)
+	require.ErrorIs(t, err, net.ErrClosed)
 }

@@ -13,12 +13,13 @@ import (
 // final norm, LM head and tokenizer; no block weights), its chat template
 // and the text of its BOS and EOS pieces, from a model file or directory
 // (blocks.Open) and an optional tokenizer file (blocks.WithTokenizer; ""
-// uses the model's own). Created is now.
+// uses the model's own). opts are further blocks.Open options, such as a
+// hub model's blocks.WithOpenFile (hub/modelsrc), through which only the
+// head's bytes are read. Created is now.
 //
 // Errors: blocks.Open's and LoadHead's, and ErrBadOption for a model
 // without a tokenizer (text cannot be served without one).
-func LoadModel(path, tokenizerPath string) (Model, error) {
-	var opts []blocks.Option
+func LoadModel(path, tokenizerPath string, opts ...blocks.Option) (Model, error) {
 	if tokenizerPath != "" {
 		opts = append(opts, blocks.WithTokenizer(tokenizerPath))
 	}
@@ -41,10 +42,19 @@ func LoadModel(path, tokenizerPath string) (Model, error) {
 	}
 	im := Model{Name: head.Info().Name, Head: head, ChatTemplate: tpl, Created: time.Now().Unix(),
 		MaxPromptBytes: maxPromptBytes(head.Info().MaxSeqLen, tok)}
-	if p, ok := tok.(interface{ Piece(int) string }); ok {
-		im.BOSText, im.EOSText = strings.TrimSpace(p.Piece(tok.BOS())), strings.TrimSpace(p.Piece(tok.EOS()))
-	}
+	im.BOSText, im.EOSText = SpecialTexts(tok)
 	return im, nil
+}
+
+// SpecialTexts returns the text of tok's BOS and EOS pieces ("<s>",
+// "</s>", "<|begin_of_text|>"), trimmed: a chat template's bos_token and
+// eos_token, and the BOS text EncodePrompt takes. Both are "" for a
+// tokenizer that cannot name its pieces.
+func SpecialTexts(tok tokenizer.Tokenizer) (bos, eos string) {
+	if p, ok := tok.(interface{ Piece(int) string }); ok {
+		return strings.TrimSpace(p.Piece(tok.BOS())), strings.TrimSpace(p.Piece(tok.EOS()))
+	}
+	return "", ""
 }
 
 // maxPromptBytes is the most input bytes contextLen tokens can encode: a

@@ -40,7 +40,9 @@ func TestSession(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, "stories260K", model)
 
-	s, err := chat.New(ing, chat.Config{Model: model, Sampling: client.Sampling{MaxTokens: 200}})
+	b, err := chat.Remote(ing, model)
+	require.NoError(t, err)
+	s, err := chat.New(b, chat.Config{Sampling: client.Sampling{MaxTokens: 200}})
 	require.NoError(t, err)
 	var streamed strings.Builder
 	r, err := s.Send(ctx, "", &streamed)
@@ -52,7 +54,9 @@ func TestSession(t *testing.T) {
 	require.Equal(t, &client.IngressUsage{PromptTokens: 1, CompletionTokens: 200, TotalTokens: 201}, r.Usage)
 	require.Equal(t, []client.ChatMessage{{Role: "user", Content: ""}, {Role: "assistant", Content: want}}, s.Messages())
 
-	bad, err := chat.New(ing, chat.Config{Model: "nope", System: "be brief"})
+	nope, err := chat.Remote(ing, "nope")
+	require.NoError(t, err)
+	bad, err := chat.New(nope, chat.Config{System: "be brief"})
 	require.NoError(t, err)
 	_, err = bad.Send(ctx, "hi", &streamed)
 	var ie *client.IngressError
@@ -62,6 +66,8 @@ func TestSession(t *testing.T) {
 
 	s.Reset()
 	require.Empty(t, s.Messages())
-	_, err = chat.New(ing, chat.Config{})
+	_, err = chat.Remote(ing, "")
+	require.ErrorIs(t, err, client.ErrBadOption)
+	_, err = chat.New(nil, chat.Config{})
 	require.ErrorIs(t, err, client.ErrBadOption)
 }

@@ -60,7 +60,13 @@ func TestChatEndToEnd(t *testing.T) {
 func TestChatErrors(t *testing.T) {
 	_, errOut, code := runSwarmProcess(t, "chat")
 	require.Equal(t, 2, code)
-	require.Contains(t, errOut, "--url is required")
+	require.Contains(t, errOut, "--url (a swarm proxy) or --model (a model to run in this process) is required")
+	_, errOut, code = runSwarmProcess(t, "chat", "--url", "http://127.0.0.1:1", "--tokenizer", "tok.bin")
+	require.Equal(t, 2, code)
+	require.Contains(t, errOut, "--tokenizer is for a model run in this process")
+	_, errOut, code = runSwarmProcess(t, "chat", "--model", stories260K(t)[1])
+	require.Equal(t, 2, code, "a llama2.c checkpoint without its tokenizer")
+	require.Contains(t, errOut, "the model comes without a tokenizer: give a tokenizer file")
 
 	_, errOut, code = runSwarmProcess(t, "chat", "--url", "ftp://x")
 	require.Equal(t, 2, code)
@@ -73,7 +79,30 @@ func TestChatErrors(t *testing.T) {
 
 	out, _, code = runSwarmProcess(t, "chat", "--help")
 	require.Equal(t, 0, code)
-	for _, flag := range []string{"--url", "--model", "--system", "--max-tokens", "--temperature", "/reset", "/exit"} {
+	for _, flag := range []string{"--url", "--model", "--tokenizer", "ORG/REPO", "--system", "--max-tokens", "--temperature", "/reset", "/exit"} {
 		require.Contains(t, out, flag)
 	}
+}
+
+// TestChatLocal is issue 11's local `swarm chat`: with --model and no
+// --url, stories260K runs in the chat's own process and the transcript is
+// TestChatEndToEnd's through a proxy: the plain fallback of a model
+// without a chat template, each reply the greedy continuation of the
+// conversation so far that `swarm generate --local` computes, /reset,
+// /exit and --system the same.
+func TestChatLocal(t *testing.T) {
+	local := func(prompt string) string {
+		return generateJSONOutput(t, append([]string{"generate", "--local", "--prompt", prompt, "--temperature", "0", "--max-tokens", "12"}, stories260K(t)...)...).Text
+	}
+	first := local("Once upon a time")
+	require.True(t, strings.HasPrefix(referenceText(t), "Once upon a time"+first), first)
+	third := local("Once upon a time\n" + first + "\nLily")
+
+	flags := append(stories260K(t), "--temperature", "0", "--max-tokens", "12")
+	out, errOut := runChat(t, "Once upon a time\n/reset\nOnce upon a time\n\nLily\n/exit\nnever sent\n", flags...)
+	require.Equal(t, first+"\n"+first+"\n"+third+"\n", out)
+	require.Equal(t, "(new conversation)\n", errOut)
+
+	out, _ = runChat(t, "Lily", append(flags, "--system", "Once upon a time")...)
+	require.Equal(t, local("Once upon a time\nLily")+"\n", out)
 }

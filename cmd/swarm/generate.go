@@ -15,6 +15,7 @@ import (
 
 	"github.com/swarmllm/swarm/blocks"
 	"github.com/swarmllm/swarm/client"
+	"github.com/swarmllm/swarm/client/local"
 	"github.com/swarmllm/swarm/node"
 	"github.com/swarmllm/swarm/registry"
 	"github.com/swarmllm/swarm/swarm/p2p"
@@ -244,29 +245,11 @@ type blockRunner = blocks.Runner
 // openLocal loads the whole model in this process: the head (embeddings,
 // final norm, LM head, tokenizer) and one engine for blocks [0, L).
 func openLocal(o generateOptions) (blocks.Head, blockRunner, func() error, error) {
-	m, err := blocks.Open(o.model, o.modelOptions()...)
+	m, err := local.Open(o.model, o.modelOptions()...)
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	head, err := m.LoadHead()
-	if err != nil {
-		m.Close()
-		return nil, nil, nil, err
-	}
-	engine, err := m.LoadSpan(m.Info().Blocks())
-	if err != nil {
-		m.Close()
-		return nil, nil, nil, err
-	}
-	m.Close() // the weights are in memory now
-	runner := func(maxLength int) (blocks.Forwarder, func() error, error) {
-		s, err := engine.NewSession(engine.Span(), maxLength)
-		if err != nil {
-			return nil, nil, err
-		}
-		return s, s.Close, nil
-	}
-	return head, runner, engine.Close, nil
+	return m.Head, m.Run, m.Close, nil
 }
 
 // streamGeneration generates with blocks.GenerateText, writing the prompt

@@ -25,7 +25,9 @@ import (
 
 const proxyLong = `proxy runs an ingress node: the entry point through which applications
 use the swarm. It loads only the head of each model (embeddings, final norm,
-LM head, tokenizer), finds the model's servers (block servers hosting spans,
+LM head, tokenizer; of a hub repository ORG/REPO[@REVISION][:FILE] only
+these and the config are downloaded, with HF_ENDPOINT, HF_TOKEN and
+HF_HUB_OFFLINE), finds the model's servers (block servers hosting spans,
 and full-range replicas of an OpenAI-compatible engine registered with
 "swarm serve --full-range"), and serves:
 
@@ -107,7 +109,7 @@ func newProxyCmd() *cobra.Command {
 	o := proxyOptions{listen: "127.0.0.1:8000", http: ingress.DefaultHTTPConfig(), p2p: p2p.DefaultConfig(), reg: registry.DefaultConfig(), wait: 30 * time.Second}
 	o.p2p.DHTMode = p2p.DHTModeClient
 	cmd := &cobra.Command{
-		Use:   "proxy --model PATH [--model PATH ...] --listen HOST:PORT (--servers URL,... | --replicas URL,... | --bootstrap MULTIADDR ...)",
+		Use:   "proxy --model PATH|ORG/REPO [--model ...] --listen HOST:PORT (--servers URL,... | --replicas URL,... | --bootstrap MULTIADDR ...)",
 		Short: "Serve the OpenAI-compatible and PETALS websocket APIs over the swarm",
 		Long:  proxyLong,
 		Args:  cobra.NoArgs,
@@ -117,7 +119,8 @@ func newProxyCmd() *cobra.Command {
 	}
 	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return fmt.Errorf("%w: %w", errUsage, err) })
 	f := cmd.Flags()
-	f.StringArrayVar(&o.models, "model", nil, "model to serve: a .gguf file, a llama2.c .bin checkpoint or a Hugging Face directory; only its head is loaded (repeatable; required)")
+	f.StringArrayVar(&o.models, "model", nil, "model to serve: a .gguf file, a llama2.c .bin checkpoint, a Hugging Face directory or a hub repository ORG/REPO[@REVISION][:FILE];\n"+
+		"only its head is loaded (and downloaded: config, tokenizer, chat template, embeddings, final norm, LM head) (repeatable; required)")
 	f.StringArrayVar(&o.tokenizers, "tokenizer", nil, "tokenizer file for the model given at the same position (repeatable; a llama2.c checkpoint needs one)")
 	f.StringVar(&o.listen, "listen", o.listen, "TCP address of the HTTP API, HOST:PORT; port 0 lets the OS choose (the URL is printed)")
 	f.StringSliceVar(&o.servers, "servers", nil, "comma-separated block servers, [PROVIDER=]ws://HOST:PORT or [PROVIDER=]HOST:PORT")
@@ -144,10 +147,15 @@ func newProxyCmd() *cobra.Command {
 	return cmd
 }
 
-// loadIngressModel is ingress.LoadModel with its bad-option errors as
-// usage errors (exit status 2).
-func loadIngressModel(path, tokenizerPath string) (ingress.Model, error) {
-	m, err := ingress.LoadModel(path, tokenizerPath)
+// loadIngressModel is ingress.LoadModel of --model (a path, or a hub
+// repository whose head only is downloaded, with the environment's hub
+// settings) with its bad-option errors as usage errors (exit status 2).
+func loadIngressModel(ctx context.Context, errOut io.Writer, path, tokenizerPath string) (ingress.Model, error) {
+	o := generateOptions{model: path}
+	if err := o.resolveModel(ctx, errOut); err != nil {
+		return ingress.Model{}, err
+	}
+	m, err := ingress.LoadModel(o.model, tokenizerPath, o.modelOptions()...)
 	if errors.Is(err, ingress.ErrBadOption) {
 		return m, fmt.Errorf("%w: %w", errUsage, err)
 	}
@@ -176,7 +184,7 @@ func newProxyHandler(gw *ingress.Gateway) (http.Handler, error) {
 
 // newGateway builds the gateway of the proxy flags; source is the registry
 // source with --bootstrap (nil otherwise).
-func newGateway(o proxyOptions, logger *slog.Logger, source ingress.Source) (*ingress.Gateway, error) {
+func newGateway(ctx context.Context, errOut io.Writer, o proxyOptions, logger *slog.Logger, source ingress.Source) (*ingress.Gateway, error) {
 	switch {
 	case len(o.models) == 0:
 		return nil, fmt.Errorf("%w: --model is required", errUsage)
@@ -213,7 +221,7 @@ func newGateway(o proxyOptions, logger *slog.Logger, source ingress.Source) (*in
 		if i < len(o.tokenizers) {
 			tok = o.tokenizers[i]
 		}
-		m, err := loadIngressModel(path, tok)
+		m, err := loadIngressModel(ctx, errOut, path, tok)
 		if err != nil {
 			return nil, err
 		}
@@ -266,7 +274,7 @@ func runProxy(ctx context.Context, out, errOut io.Writer, o proxyOptions) error 
 		source = node.NewSource(cn, nil)
 		logger.Info("joined the swarm as a client-only node", "id", cn.Node.ID().String())
 	}
-	gw, err := newGateway(o, logger, source)
+	gw, err := newGateway(ctx, errOut, o, logger, source)
 	if err != nil {
 		return err
 	}
@@ -293,18 +301,8 @@ func runProxy(ctx context.Context, out, errOut io.Writer, o proxyOptions) error 
 		ln.Close()
 		return err
 	}
-	done := make(chan error, 1)
-	go func() { done <- hs.Serve(ln) }()
-	select {
-	case err := <-done:
+	if err := ingress.Serve(ctx, hs, ln, 10*time.Second); err != nil {
 		return fmt.Errorf("proxy: %w", err)
-	case <-ctx.Done():
 	}
-	sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if err := hs.Shutdown(sctx); err != nil {
-		hs.Close()
-	}
-	<-done
 	return nil
 }

@@ -75,7 +75,7 @@ func runProxyBench(ctx context.Context, out io.Writer, o benchOptions) error {
 	case o.load.Concurrency < 1 || o.load.Rounds < 1 || o.load.MaxTokens < 1:
 		return fmt.Errorf("%w: --concurrency, --rounds and --max-tokens must be >= 1", errUsage)
 	}
-	m, err := loadIngressModel(o.model, o.tokenizer)
+	m, err := loadIngressModel(ctx, io.Discard, o.model, o.tokenizer)
 	if err != nil {
 		return err
 	}
@@ -89,7 +89,7 @@ func runProxyBench(ctx context.Context, out io.Writer, o benchOptions) error {
 	}
 	proxyURL := o.proxyURL
 	if proxyURL == "" {
-		gw, err := newGateway(proxyOptions{models: []string{o.model}, tokenizers: nonEmpty(o.tokenizer), servers: o.servers,
+		gw, err := newGateway(ctx, io.Discard, proxyOptions{models: []string{o.model}, tokenizers: nonEmpty(o.tokenizer), servers: o.servers,
 			refresh: time.Second, maxRetries: 0, stepTimeout: client.DefaultStepTimeout, allocTimeout: client.DefaultAllocTimeout, wireDType: "f32"},
 			slog.New(slog.DiscardHandler), nil)
 		if err != nil {
