@@ -10,6 +10,7 @@ import (
 	"os"
 
 	"github.com/swarmllm/swarm/placement"
+	"github.com/swarmllm/swarm/swarm"
 )
 
 // ErrBadFleet is matched (errors.Is) by every error for a fleet file that
@@ -61,7 +62,8 @@ const Schema = `Fleet file (JSON; units: bytes and seconds; unknown fields are e
        "rtt": {"c0": 0.1, "c1": 0.005},  t_cj, per-token RTT to every client
        "max_blocks": 4,                  optional cap on hosted blocks
        "forward_rps": 300,               optional PETALS throughput (1/tau)
-       "network_rps": 100}               optional PETALS network cap (none)
+       "network_rps": 100,               optional PETALS network cap (none)
+       "span": "0:4"}                    optional current span (swarm status --fleet)
     ]
   }
 Byte counts may be written 1.32e9 but must be whole numbers.
@@ -105,23 +107,30 @@ type File struct {
 		ReservedBytes      float64 `json:"reserved_bytes"`
 	} `json:"petals"`
 	// Servers are the servers, in the order plans list them.
-	Servers []struct {
-		// Name identifies the server (required, unique).
-		Name string `json:"name"`
-		// MemoryBytes is M_j, memory for blocks and caches (required, > 0).
-		MemoryBytes *float64 `json:"memory_bytes"`
-		// Tau is tau_j, seconds per block per token (required).
-		Tau *float64 `json:"tau"`
-		// RTT is t_cj, the per-token round trip time to every client in
-		// seconds, by client name.
-		RTT map[string]float64 `json:"rtt"`
-		// MaxBlocks, optional, caps the blocks the server hosts.
-		MaxBlocks int `json:"max_blocks"`
-		// ForwardRPS (1/tau) and NetworkRPS are PETALS' throughputs,
-		// optional (0: none).
-		ForwardRPS float64 `json:"forward_rps"`
-		NetworkRPS float64 `json:"network_rps"`
-	} `json:"servers"`
+	Servers []FileServer `json:"servers"`
+}
+
+// FileServer is one server of a fleet file.
+type FileServer struct {
+	// Name identifies the server (required, unique).
+	Name string `json:"name"`
+	// MemoryBytes is M_j, memory for blocks and caches (required, > 0).
+	MemoryBytes *float64 `json:"memory_bytes"`
+	// Tau is tau_j, seconds per block per token (required).
+	Tau *float64 `json:"tau"`
+	// RTT is t_cj, the per-token round trip time to every client in
+	// seconds, by client name.
+	RTT map[string]float64 `json:"rtt"`
+	// MaxBlocks, optional, caps the blocks the server hosts.
+	MaxBlocks int `json:"max_blocks,omitempty"`
+	// ForwardRPS (1/tau) and NetworkRPS are PETALS' throughputs,
+	// optional (0: none).
+	ForwardRPS float64 `json:"forward_rps,omitempty"`
+	NetworkRPS float64 `json:"network_rps,omitempty"`
+	// Span, optional, is the span the server hosts now ("START:END",
+	// 0-based half-open), as `swarm status --fleet` writes it for a live
+	// swarm; plans ignore it, replanning starts from it (Fleet.Spans).
+	Span string `json:"span,omitempty"`
 }
 
 // Fleet is a validated fleet file: the placement input without R, and how
@@ -136,6 +145,10 @@ type Fleet struct {
 	ArrivalRate, SessionTime float64
 	// MaxLength is max_length, l_max in tokens; 0 when absent.
 	MaxLength int
+	// Spans are the servers' current spans (FileServer.Span), indexed like
+	// Input.Servers, an empty span for a server without one; nil when no
+	// server has one.
+	Spans []swarm.Span
 }
 
 // Load reads and validates the fleet file at path. A file that breaks the
@@ -212,6 +225,9 @@ func (ff File) Fleet() (Fleet, error) {
 	if in.Servers, err = ff.servers(index); err != nil {
 		return fl, err
 	}
+	if fl.Spans, err = ff.spans(); err != nil {
+		return fl, err
+	}
 	in.Sessions = 1 // checked with R = 1 here; the real R comes later
 	if err := in.Validate(); err != nil {
 		return fl, err
@@ -239,6 +255,28 @@ func (ff File) load(fl *Fleet) error {
 		fl.ArrivalRate, fl.SessionTime = *ff.ArrivalRate, *ff.SessionTime
 	}
 	return nil
+}
+
+// spans parses the servers' current spans (nil when none has one).
+func (ff File) spans() ([]swarm.Span, error) {
+	var out []swarm.Span
+	for j, fs := range ff.Servers {
+		if fs.Span == "" {
+			continue
+		}
+		sp, err := swarm.ParseSpan(fs.Span)
+		if err == nil {
+			err = sp.Validate(ff.Model.Blocks)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("servers[%d] (%s).span = %q: %w", j, fs.Name, fs.Span, err)
+		}
+		if out == nil {
+			out = make([]swarm.Span, len(ff.Servers))
+		}
+		out[j] = sp
+	}
+	return out, nil
 }
 
 // clientIndex maps each client name to its index.

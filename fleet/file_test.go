@@ -11,6 +11,7 @@ import (
 
 	"github.com/swarmllm/swarm/fleet"
 	"github.com/swarmllm/swarm/placement"
+	"github.com/swarmllm/swarm/swarm"
 )
 
 // goodFleet is a valid one-server fleet that each case of TestDecodeErrors
@@ -82,6 +83,8 @@ func TestDecodeErrors(t *testing.T) {
 		{"rtt missing client", `"c1": 0.2`, `"c2": 0.2`, `servers[0] (a).rtt has no entry for client "c1"`},
 		{"rtt extra client", `"c1": 0.2`, `"c1": 0.2, "c9": 1`, `servers[0] (a).rtt names client "c9", which is not in clients`},
 		{"negative rtt", `"c0": 0.1`, `"c0": -0.1`, "servers[0] (a).rtt[0] = -0.1"},
+		{"bad span", `"max_blocks": 4`, `"max_blocks": 4, "span": "3-4"`, `servers[0] (a).span = "3-4"`},
+		{"span past the model", `"max_blocks": 4`, `"max_blocks": 4, "span": "2:5"`, `servers[0] (a).span = "2:5"`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -96,6 +99,19 @@ func TestDecodeErrors(t *testing.T) {
 			require.Equal(t, "fleet.json", fe.Path)
 		})
 	}
+}
+
+// TestDecodeSpans: current spans are parsed per server, empty for one
+// without; no span at all gives nil.
+func TestDecodeSpans(t *testing.T) {
+	two := strings.Replace(goodFleet, `"max_blocks": 4}]}`,
+		`"max_blocks": 4, "span": "1:3"}, {"name": "b", "memory_bytes": 1000, "tau": 0.01, "rtt": {"c0": 0.1, "c1": 0.2}}]}`, 1)
+	fl, err := fleet.Decode("fleet.json", strings.NewReader(two))
+	require.NoError(t, err)
+	require.Equal(t, []swarm.Span{{Start: 1, End: 3}, {}}, fl.Spans)
+	fl, err = fleet.Decode("fleet.json", strings.NewReader(goodFleet))
+	require.NoError(t, err)
+	require.Nil(t, fl.Spans)
 }
 
 func TestLoad(t *testing.T) {
@@ -130,7 +146,7 @@ func TestSchemaNamesEveryField(t *testing.T) {
 		}
 	}
 	walk(reflect.TypeFor[fleet.File]())
-	require.Len(t, tags, 21)
+	require.Len(t, tags, 22)
 	for _, tag := range tags {
 		require.Contains(t, fleet.Schema, `"`+tag+`"`)
 	}

@@ -205,6 +205,7 @@ func (j *joiner) joinAuto(ctx context.Context) error {
 		MemoryBytes: j.cfg.Server.MemoryBytes, ClientRTT: rtt, Provider: j.cfg.Provider,
 		SlidingWindow: j.model.SlidingWindow, SlidingPattern: j.model.SlidingPattern,
 		ProtocolVersion: swarm.ProtocolVersion, Endpoints: j.addrs(), Tentative: true,
+		PlacementSessions: j.cfg.Sessions, PlacementMaxLength: maxLength,
 	}
 	self := registry.Entry{NodeID: j.reg.ID(), Incarnation: Unpublished, State: swarm.StateJoin, Info: j.base}
 	span, err := ChooseSpan(j.verifiedSnapshot(ctx), self, params)
@@ -400,6 +401,7 @@ func (a *announcer) info() swarm.ServerInfo {
 	in.ID = ""
 	in.Provider = a.j.cfg.Provider
 	in.ClientRTT = a.j.base.ClientRTT
+	in.PlacementSessions, in.PlacementMaxLength = a.j.base.PlacementSessions, a.j.base.PlacementMaxLength
 	in.Endpoints = nil
 	if a.url != "" {
 		in.Endpoints = append(in.Endpoints, a.url)

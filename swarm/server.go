@@ -187,6 +187,13 @@ type ServerInfo struct {
 	Endpoints []string `json:"endpoints,omitempty"`
 	// ProtocolVersion is the wire protocol version the server speaks.
 	ProtocolVersion int `json:"protocol_version"`
+	// PlacementSessions and PlacementMaxLength are the R and l^I_max +
+	// l_max (tokens) the server was placed with (`swarm serve --blocks auto
+	// --target-sessions --max-length`), which every server of a model
+	// shares, so that a replanner or `swarm status --fleet` can size s_c
+	// and the slots as the servers did; 0 for a fixed span.
+	PlacementSessions  int `json:"placement_sessions,omitempty"`
+	PlacementMaxLength int `json:"placement_max_length,omitempty"`
 	// ClientRTT is t*_j = max_c t_cj of paper 003 eq. (14): the largest
 	// per-token round trip time, in seconds, the server measured to the
 	// client and ingress nodes it knows (or to its bootstrap peers when it

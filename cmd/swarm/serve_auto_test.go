@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"encoding/json"
 	"fmt"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
@@ -18,6 +19,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/swarmllm/swarm/blocks"
+	"github.com/swarmllm/swarm/fleet"
 	"github.com/swarmllm/swarm/internal/launch"
 	"github.com/swarmllm/swarm/internal/testenv"
 )
@@ -214,10 +216,28 @@ func TestServeAuto_FiveServers(t *testing.T) {
 		require.Equal(t, 1, s.TauBatch[0].Batch)
 	}
 
+	// The live fleet as a fleet file: `swarm plan` takes it, with the live
+	// spans and the R the servers were placed with.
+	out, errOut, code := runSwarm(t, "status", "--fleet", "--wait", "10s", "--bootstrap", boot)
+	require.Zero(t, code, errOut)
+	fleetFile := filepath.Join(t.TempDir(), "fleet.json")
+	require.NoError(t, os.WriteFile(fleetFile, []byte(out), 0o644))
+	fl, err := fleet.Load(fleetFile)
+	require.NoError(t, err)
+	require.Equal(t, 1, fl.TargetSessions)
+	var live []string
+	for _, sp := range fl.Spans {
+		live = append(live, sp.String())
+	}
+	slices.Sort(live)
+	require.Equal(t, spansOf(servers, "SERVING"), live)
+	_, errOut, code = runSwarm(t, "plan", "--config", fleetFile, "--algorithm", "cgbp")
+	require.Zero(t, code, errOut)
+
 	want := referenceText(t) + "\n"
 	gen := append([]string{"generate", "--bootstrap", boot, "--p2p-listen", "/ip4/127.0.0.1/tcp/0",
 		"--temperature", "0", "--max-tokens", "200", "--stats"}, model...)
-	out, errOut, code := runSwarmProcess(t, gen...)
+	out, errOut, code = runSwarmProcess(t, gen...)
 	require.Equal(t, 0, code, errOut)
 	require.Equal(t, want, out)
 	require.Contains(t, errOut, "generated 200; TTFT")

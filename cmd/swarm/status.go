@@ -4,24 +4,23 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
-	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/swarmllm/swarm/node"
 	"github.com/swarmllm/swarm/registry"
-	"github.com/swarmllm/swarm/swarm"
 	"github.com/swarmllm/swarm/swarm/p2p"
 )
 
 // statusOptions are the flags of `swarm status`.
 type statusOptions struct {
-	p2p  p2p.Config
-	reg  registry.Config
-	json bool
-	wait time.Duration
+	p2p                 p2p.Config
+	reg                 registry.Config
+	json, fleet         bool
+	model               string
+	sessions, maxLength int
+	wait                time.Duration
 }
 
 const statusLong = `status joins the swarm as a client-only node (it publishes nothing), fetches
@@ -41,7 +40,8 @@ serving process failed), LEFT (announced, or silent for longer than
                 "state": "SERVING", "tau": SECONDS, "sessions": N,
                 "cache_free_bytes": BYTES, "device": "cpu",
                 "tau_batch": [{"batch": B, "tau": SECONDS}, ...]}, ...]}
-sorted by id.
+sorted by id. --fleet prints the live fleet as a fleet file instead, to
+compare the live spans with ` + "`swarm plan --config FILE --algorithm cgbp`" + `.
 
 Example:
   swarm status --bootstrap /ip4/127.0.0.1/tcp/4001/p2p/12D3KooW... --json`
@@ -83,6 +83,10 @@ func newStatusCmd() *cobra.Command {
 	o.reg.AddFlags(f)
 	_ = f.MarkHidden("heartbeat-interval") // status publishes nothing
 	f.BoolVar(&o.json, "json", false, "print the registry as JSON (see above) instead of a table")
+	f.BoolVar(&o.fleet, "fleet", false, "print the SERVING block servers of one model as a fleet file for swarm plan, each with its current span")
+	f.StringVar(&o.model, "model", "", "with --fleet: the model (needed when the registry serves several)")
+	f.IntVar(&o.sessions, "target-sessions", 0, "with --fleet: R; 0 = what the servers were placed with (--blocks auto)")
+	f.IntVar(&o.maxLength, "max-length", 0, "with --fleet: l^I_max + l_max sizing s_c, tokens; 0 = what the servers were placed with")
 	f.DurationVar(&o.wait, "wait", o.wait, "give up when no bootstrap peer has answered and sent its registry within this time")
 	return cmd
 }
@@ -105,78 +109,17 @@ func runStatus(cmd *cobra.Command, o statusOptions) error {
 			fmt.Fprintf(cmd.ErrOrStderr(), "status: node %s is refused: its clock runs %v ahead of this one (--max-clock-skew %v)\n", id, off, o.reg.MaxClockSkew)
 		}
 	}
-	if o.json {
-		return writeStatusJSON(cmd.OutOrStdout(), entries)
-	}
-	return writeStatusTable(cmd.OutOrStdout(), entries)
-}
-
-// statusServer is one element of `swarm status --json`.
-type statusServer struct {
-	ID             string  `json:"id"`
-	Provider       string  `json:"provider"`
-	Model          string  `json:"model"`
-	Start          int     `json:"start"`
-	End            int     `json:"end"`
-	State          string  `json:"state"`
-	Tau            float64 `json:"tau"`
-	Sessions       int     `json:"sessions"`
-	CacheFreeBytes int64   `json:"cache_free_bytes"`
-	HeartbeatAgeS  float64 `json:"heartbeat_age_s"` // now - its last stamp: < 0 when its clock runs ahead
-	// Device and TauBatch (seconds per block by batch size) as the server advertises them.
-	Device   string           `json:"device,omitempty"`
-	TauBatch []swarm.BatchTau `json:"tau_batch,omitempty"`
-}
-
-func writeStatusJSON(w io.Writer, entries []registry.Entry) error {
-	out := struct {
-		Servers []statusServer `json:"servers"`
-	}{Servers: []statusServer{}}
-	for _, e := range entries {
-		out.Servers = append(out.Servers, statusServer{
-			ID:             e.NodeID,
-			Provider:       e.Info.Provider,
-			Model:          e.Info.Model,
-			Start:          e.Info.Span.Start,
-			End:            e.Info.Span.End,
-			State:          e.State.String(),
-			Tau:            e.Info.Tau,
-			Sessions:       len(e.Info.Sessions),
-			CacheFreeBytes: e.Info.CacheBytesFree,
-			HeartbeatAgeS:  time.Since(e.Heartbeat).Seconds(),
-			Device:         e.Info.Device, TauBatch: e.Info.TauBatch,
-		})
-	}
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(out)
-}
-
-func writeStatusTable(w io.Writer, entries []registry.Entry) error {
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "NODE\tPROVIDER\tMODEL\tSPAN\tSTATE\tTAU\tSESSIONS\tCACHE FREE\tHEARTBEAT AGE")
-	for _, e := range entries {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%d\t%d\t%v\n", e.NodeID, dash(e.Info.Provider), dash(e.Info.Model), e.Info.Span,
-			e.State, time.Duration(e.Info.Tau*float64(time.Second)), len(e.Info.Sessions), e.Info.CacheBytesFree, time.Since(e.Heartbeat).Round(100*time.Millisecond))
-	}
-	if err := tw.Flush(); err != nil {
-		return err
-	}
-	if len(entries) == 0 {
-		_, err := fmt.Fprintln(w, "(no servers in the registry)")
-		return err
-	}
-	for _, c := range node.BlockCoverage(entries) {
-		if _, err := fmt.Fprintln(w, c.String()); err != nil {
-			return err
+	if o.fleet {
+		ff, err := node.LiveFleet(entries, o.model, o.sessions, o.maxLength)
+		if err != nil {
+			return fmt.Errorf("status --fleet: %w", err)
 		}
+		enc := json.NewEncoder(cmd.OutOrStdout())
+		enc.SetIndent("", "  ")
+		return enc.Encode(ff)
 	}
-	return nil
-}
-
-func dash(s string) string {
-	if s == "" {
-		return "-"
+	if o.json {
+		return node.WriteStatusJSON(cmd.OutOrStdout(), entries)
 	}
-	return s
+	return node.WriteStatusTable(cmd.OutOrStdout(), entries)
 }

@@ -18,7 +18,11 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/swarmllm/swarm/internal/testenv"
+	"github.com/swarmllm/swarm/node"
 )
+
+// statusServer is one element of `swarm status --json`.
+type statusServer = node.StatusServer
 
 // fastRegistryFlags shorten the registry timing so that silence is noticed
 // within seconds; every process of a test uses the same.
