@@ -17,7 +17,8 @@ func TestForPlacement(t *testing.T) {
 	for _, name := range placement.Names() {
 		a := sim.ForPlacement(name)
 		require.Equal(t, name, a.Placement)
-		want, ok := map[string]string{"cgbp": "proposed", "petals": "petals", "opt-order": "opt-order", "opt-number": "opt-number"}[name]
+		want, ok := map[string]string{"cgbp": "proposed", "petals": "petals", "opt-order": "opt-order", "opt-number": "opt-number",
+			"cgbp-live": "live", "cgbp-replan": "live-replan"}[name]
 		if !ok {
 			require.Equal(t, sim.Algorithm{Name: name, Placement: name, Routing: "wsrr", Admission: sim.AdmitWait}, a)
 			continue
