@@ -66,34 +66,76 @@ func HoldFits(in Input, j int, a, b swarm.Span, holdSessions int) bool {
 	return n*(in.Model.BlockBytes+int64(holdSessions)*in.Model.CacheBytes) <= in.Servers[j].MemoryBytes
 }
 
-// schedule orders the moves from cur to target (both indexed like
-// in.Servers) into steps that never uncover a block that cur covers:
+// Migrate returns a make-before-break migration from the spans current to
+// the spans target (both indexed like in.Servers; empty: hosts nothing)
+// that never uncovers a block current covers: the steps, the moves no safe
+// order allows (blocked) and the spans after the steps (target, except
+// that blocked servers keep an intermediate or current span). Replan calls
+// it with the CG-BP target; holdSessions is ReplanOptions.HoldSessions.
 //
-//   - during a step's load phase every block covered at its start must stay
-//     held by a server that is not moving, by a MoveHold server (which
-//     still holds From), or by a MoveDrain server in From ∩ To;
-//   - after the step (every mover at To) the same blocks must be covered.
+// A move is MoveHold when HoldFits, else MoveDrain. Each step must keep
+// covered every block covered at its start:
 //
-// Each step starts from every pending move and removes, while a condition
+//   - during its load phase, by a server that is not moving, by a MoveHold
+//     server (which still holds From), or by a MoveDrain server in
+//     From ∩ To;
+//   - after it (every mover at To).
+//
+// A step starts from every pending move and removes, while a condition
 // fails at some block, the lowest-priority mover that drops that block
 // (during the load phase only MoveDrain movers drop). Priority: moves that
 // cover a block nobody holds now first, then fewer bytes to load, then
-// lower server index. A step left empty blocks the pending moves. It
-// returns the steps, the blocked moves and the final spans.
+// lower server index. When no move survives, every pending MoveHold whose
+// From ∪ To is one span is split: a step grows the server to From ∪ To
+// (it only loads, so it is always safe) and a later one drops From \ To;
+// this lets a rotation of full servers go through one server with spare
+// memory. When nothing can be split either, the pending moves are blocked.
+// Errors wrap ErrBadInput.
+func Migrate(in Input, current, target []swarm.Span, holdSessions int) ([]Step, []Move, []swarm.Span, error) {
+	if err := in.Validate(); err != nil {
+		return nil, nil, nil, err
+	}
+	if holdSessions < 0 {
+		return nil, nil, nil, fmt.Errorf("%w: hold sessions %d, want >= 0", ErrBadInput, holdSessions)
+	}
+	for _, arg := range []struct {
+		name  string
+		spans []swarm.Span
+	}{{"current", current}, {"target", target}} {
+		name, spans := arg.name, arg.spans
+		if len(spans) != len(in.Servers) {
+			return nil, nil, nil, fmt.Errorf("%w: %d %s spans, want one per server (%d)", ErrBadInput, len(spans), name, len(in.Servers))
+		}
+		for j, s := range spans {
+			if s == (swarm.Span{}) {
+				continue
+			}
+			if err := s.Validate(in.Model.Blocks); err != nil {
+				return nil, nil, nil, fmt.Errorf("%w: %s[%d] (%s): %w", ErrBadInput, name, j, in.Servers[j].Name, err)
+			}
+		}
+	}
+	steps, blocked, final := schedule(in, current, target, holdSessions)
+	return steps, blocked, final, nil
+}
+
+// schedule is Migrate on validated input.
 func schedule(in Input, cur, target []swarm.Span, holdSessions int) ([]Step, []Move, []swarm.Span) {
 	state := slices.Clone(cur)
+	newMove := func(j int, from, to swarm.Span) Move {
+		kind := MoveDrain
+		if HoldFits(in, j, from, to, holdSessions) {
+			kind = MoveHold
+		}
+		load := to.Len() - to.Intersect(from).Len()
+		return Move{Server: j, From: from, To: to, Kind: kind, LoadBytes: int64(load) * in.Model.BlockBytes}
+	}
 	var pending []Move
 	for j := range cur {
 		if cur[j] == target[j] || (cur[j].Empty() && target[j].Empty()) {
 			continue
 		}
-		kind := MoveDrain
-		if HoldFits(in, j, cur[j], target[j], holdSessions) {
-			kind = MoveHold
-		}
-		load := target[j].Len() - target[j].Intersect(cur[j]).Len()
-		pending = append(pending, Move{Server: j, From: cur[j], To: target[j], Kind: kind,
-			LoadBytes: int64(load) * in.Model.BlockBytes})
+		pending = append(pending, newMove(j, cur[j], target[j]))
 	}
 	var steps []Step
 	for len(pending) > 0 {
@@ -116,7 +158,23 @@ func schedule(in Input, cur, target []swarm.Span, holdSessions int) ([]Step, []M
 		})
 		step := safeStep(in.Model.Blocks, state, pending)
 		if len(step) == 0 {
-			break
+			// split the MoveHolds whose union is one span: grow first
+			for k, m := range pending {
+				u := swarm.Span{Start: min(m.From.Start, m.To.Start), End: max(m.From.End, m.To.End)}
+				apart := m.From.Intersect(m.To).Empty() && m.From.End != m.To.Start && m.To.End != m.From.Start
+				if m.Kind != MoveHold || m.From.Empty() || apart || u == m.From {
+					continue
+				}
+				step = append(step, newMove(m.Server, m.From, u))
+				pending[k] = newMove(m.Server, u, m.To)
+			}
+			if len(step) == 0 {
+				break
+			}
+		} else {
+			pending = slices.DeleteFunc(pending, func(m Move) bool {
+				return slices.ContainsFunc(step, func(s Move) bool { return s.Server == m.Server })
+			})
 		}
 		var st Step
 		for _, m := range step {
@@ -126,9 +184,6 @@ func schedule(in Input, cur, target []swarm.Span, holdSessions int) ([]Step, []M
 		slices.SortFunc(step, func(a, b Move) int { return cmp.Compare(a.Server, b.Server) })
 		st.Moves = step
 		steps = append(steps, st)
-		pending = slices.DeleteFunc(pending, func(m Move) bool {
-			return slices.ContainsFunc(step, func(s Move) bool { return s.Server == m.Server })
-		})
 	}
 	slices.SortFunc(pending, func(a, b Move) int { return cmp.Compare(a.Server, b.Server) })
 	return steps, pending, state

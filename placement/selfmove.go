@@ -17,7 +17,8 @@ type Intent struct {
 
 // SelfMove is what one server should do according to SelfReplan.
 type SelfMove struct {
-	// Move is the server's move in the plan; Has is false when the plan
+	// Move is the server's first move in the plan (a server that grows
+	// before it shrinks moves in two steps); Has is false when the plan
 	// does not move it (or is not applied), and Move is then zero.
 	Move Move
 	Has  bool
@@ -61,8 +62,8 @@ func SelfReplan(in Input, current []swarm.Span, alive []bool, opt ReplanOptions,
 		out.Why = "plan not applied: " + plan.Reason.String()
 		return out, nil
 	}
-	for k, st := range plan.Steps {
-		for _, m := range st.Moves {
+	for k := len(plan.Steps) - 1; k >= 0; k-- { // the first step moving me
+		for _, m := range plan.Steps[k].Moves {
 			if m.Server == me {
 				out.Move, out.Has, out.Step = m, true, k
 			}
