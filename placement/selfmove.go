@@ -74,7 +74,7 @@ func SelfReplan(in Input, current []swarm.Span, alive []bool, opt ReplanOptions,
 		out.Why = "the plan does not move this server"
 		return out, nil
 	case out.Step > 0:
-		out.Why = fmt.Sprintf("move is in step %d; step 0 must finish first", out.Step)
+		out.Why = fmt.Sprintf("move is in step %d of the plan; the steps before it must finish first", out.Step+1)
 		return out, nil
 	}
 	for _, it := range intents {
@@ -88,6 +88,6 @@ func SelfReplan(in Input, current []swarm.Span, alive []bool, opt ReplanOptions,
 			}
 		}
 	}
-	out.Now, out.Why = true, "move is in step 0 and no other server is moving these blocks"
+	out.Now, out.Why = true, "move is in the first step and no other server is moving these blocks"
 	return out, nil
 }
