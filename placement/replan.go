@@ -94,6 +94,10 @@ type Replanning struct {
 	// Gain is (CurrentPerToken - FinalPerToken) / CurrentPerToken; 1 when
 	// the current spans route nobody and the final ones do.
 	Gain float64
+	// Bound is the upper bound (17) (UpperBound, seconds per token) of the
+	// target over the alive servers: no client's idle per-token time under
+	// the target exceeds it (Theorem 3.5).
+	Bound float64
 	// Uncovered lists the blocks no alive server currently hosts.
 	Uncovered []int
 	// BelowCapacity lists the covered blocks whose current capacity C_b
@@ -136,13 +140,13 @@ func Replan(in Input, current []swarm.Span, alive []bool, opt ReplanOptions) (Re
 			cur[j] = s
 		}
 	}
-	target, err := aliveCGBP(in, isAlive)
+	target, bound, err := aliveCGBP(in, isAlive)
 	if err != nil {
 		return Replanning{}, err
 	}
 	matchIdentical(in, &target, cur)
 
-	out := Replanning{Target: target}
+	out := Replanning{Target: target, Bound: bound}
 	out.Steps, out.Blocked, out.Final = schedule(in, cur, target.Spans, opt.HoldSessions)
 	for _, s := range out.Steps {
 		out.LoadBytes += s.LoadBytes
@@ -213,8 +217,9 @@ func checkReplan(in Input, current []swarm.Span, alive []bool, opt ReplanOptions
 }
 
 // aliveCGBP runs CGBP over the alive servers and returns the plan indexed
-// like in.Servers (dead servers: empty span, zero capacity).
-func aliveCGBP(in Input, alive func(int) bool) (Plan, error) {
+// like in.Servers (dead servers: empty span, zero capacity) and its bound
+// (17).
+func aliveCGBP(in Input, alive func(int) bool) (Plan, float64, error) {
 	sub := in
 	sub.Servers, sub.Order = nil, nil
 	var index []int
@@ -225,11 +230,15 @@ func aliveCGBP(in Input, alive func(int) bool) (Plan, error) {
 		}
 	}
 	if len(index) == 0 {
-		return Plan{}, fmt.Errorf("%w: no alive server (want at least one)", ErrInfeasible)
+		return Plan{}, 0, fmt.Errorf("%w: no alive server (want at least one)", ErrInfeasible)
 	}
 	p, err := CGBP(sub)
 	if err != nil {
-		return Plan{}, fmt.Errorf("replan over %d alive servers: %w", len(index), err)
+		return Plan{}, 0, fmt.Errorf("replan over %d alive servers: %w", len(index), err)
+	}
+	bound, err := UpperBound(sub)
+	if err != nil {
+		return Plan{}, 0, fmt.Errorf("replan over %d alive servers: %w", len(index), err)
 	}
 	blocks := make([]int, len(in.Servers))
 	spans := make([]swarm.Span, len(in.Servers))
@@ -242,7 +251,7 @@ func aliveCGBP(in Input, alive func(int) bool) (Plan, error) {
 	for _, k := range p.Order {
 		out.Order = append(out.Order, index[k])
 	}
-	return out, nil
+	return out, bound, nil
 }
 
 // matchIdentical reassigns target spans within groups of identical servers

@@ -214,6 +214,13 @@ func TestReplanProperties(t *testing.T) {
 			}
 		}
 		checkMigration(t, in, cur, r.Target.Spans, r.Steps, r.Blocked, r.Final, hold, "replan")
+		if len(r.Blocked) == 0 {
+			// Theorem 3.5: every client's route under CG-BP is within (17).
+			ub, err := placement.UpperBound(aliveOnly(in, alive))
+			require.NoError(t, err)
+			require.InDelta(t, ub, r.Bound, 1e-12)
+			require.LessOrEqual(t, r.FinalPerToken, ub+1e-12, "iter %d: (17)", iter)
+		}
 		var total int64
 		for _, st := range r.Steps {
 			total += st.LoadBytes
@@ -244,6 +251,37 @@ func TestReplanProperties(t *testing.T) {
 	t.Logf("%d replannings checked, %d applied", checked, applied)
 	require.Greater(t, checked, 200)
 	require.Greater(t, applied, 50)
+}
+
+// aliveOnly returns in without the dead servers.
+func aliveOnly(in placement.Input, alive []bool) placement.Input {
+	out := in
+	out.Servers = nil
+	for j, s := range in.Servers {
+		if alive[j] {
+			out.Servers = append(out.Servers, s)
+		}
+	}
+	return out
+}
+
+// FuzzMigrate runs the checks of TestMigrateKeepsCoverage on instances
+// drawn from a fuzzed seed (go test -fuzz FuzzMigrate ./placement).
+func FuzzMigrate(f *testing.F) {
+	for _, seed := range []uint64{1, 2, 3, 15, 99} {
+		f.Add(seed, uint8(0))
+	}
+	f.Fuzz(func(t *testing.T, seed uint64, hold uint8) {
+		rng := rand.New(rand.NewPCG(seed, uint64(hold)))
+		in := randomFleet(rng, 10, 6, 2, seed%2 == 0)
+		cur, target := randomSpans(rng, in), randomSpans(rng, in)
+		if p, err := placement.CGBP(in); err == nil && seed%3 == 0 {
+			target = p.Spans
+		}
+		steps, blocked, final, err := placement.Migrate(in, cur, target, int(hold%4))
+		require.NoError(t, err)
+		checkMigration(t, in, cur, target, steps, blocked, final, int(hold%4), "fuzz")
+	})
 }
 
 // TestIdlePerTokenIsWSRR: IdlePerToken equals the per-token time of the
