@@ -71,7 +71,8 @@ type Replanning struct {
 	// Target is the CG-BP plan (Alg. 1 lines 1-9) over the alive servers,
 	// indexed like Input.Servers (dead servers host nothing), after the
 	// target spans of identical servers were matched to their current spans
-	// to load fewer bytes (see Replan).
+	// to load fewer bytes, or its mirror image when that is no slower and
+	// loads fewer bytes (see Replan).
 	Target Plan
 	// Steps are the migration steps in order; the moves of one step run in
 	// parallel, a step starts when the previous one has finished.
@@ -121,6 +122,9 @@ type Replanning struct {
 // largest overlap with the current spans (exact matches first, ties by
 // server then target index), which keeps an already well-placed server
 // where it is and loads only s_m |target \ current| bytes per server.
+// The mirror image of the target (every span reflected, block b to
+// L-1-b) is scheduled too and replaces it when it is no slower
+// (IdlePerToken), blocks no move and loads fewer bytes (bestCandidate).
 //
 // Schedule: see schedule (makeBeforeBreak). Decision: applied when a block
 // is uncovered and the migration covers it, when a block has C_b < R and
@@ -144,15 +148,9 @@ func Replan(in Input, current []swarm.Span, alive []bool, opt ReplanOptions) (Re
 	if err != nil {
 		return Replanning{}, err
 	}
-	matchIdentical(in, &target, cur)
-
-	out := Replanning{Target: target, Bound: bound}
-	out.Steps, out.Blocked, out.Final = schedule(in, cur, target.Spans, opt.HoldSessions)
-	for _, s := range out.Steps {
-		out.LoadBytes += s.LoadBytes
-	}
+	out := bestCandidate(in, cur, target, opt.HoldSessions)
+	out.Bound = bound
 	out.CurrentPerToken = idlePerToken(in, cur)
-	out.FinalPerToken = idlePerToken(in, out.Final)
 	switch {
 	case math.IsInf(out.CurrentPerToken, 1) && !math.IsInf(out.FinalPerToken, 1):
 		out.Gain = 1
@@ -188,6 +186,39 @@ func Replan(in Input, current []swarm.Span, alive []bool, opt ReplanOptions) (Re
 		out.Reason = ReasonSmallGain
 	}
 	return out, nil
+}
+
+// bestCandidate matches and schedules the CG-BP target and its mirror
+// image (block b -> L-1-b: the same capacities C_b, reflected, but chains
+// read backwards may cost more) and keeps the mirror only when none of its
+// moves is blocked, its spans are no slower (IdlePerToken) than CG-BP's,
+// and it loads fewer bytes or the CG-BP target has blocked moves. It fills
+// Target, Steps, Blocked, Final, LoadBytes and FinalPerToken.
+func bestCandidate(in Input, cur []swarm.Span, target Plan, hold int) Replanning {
+	eval := func(p Plan) Replanning {
+		matchIdentical(in, &p, cur)
+		r := Replanning{Target: p}
+		r.Steps, r.Blocked, r.Final = schedule(in, cur, p.Spans, hold)
+		for _, s := range r.Steps {
+			r.LoadBytes += s.LoadBytes
+		}
+		r.FinalPerToken = idlePerToken(in, r.Final)
+		return r
+	}
+	best := eval(target)
+	mirror := target
+	mirror.Spans = make([]swarm.Span, len(target.Spans))
+	for j, s := range target.Spans {
+		if !s.Empty() {
+			mirror.Spans[j] = swarm.Span{Start: in.Model.Blocks - s.End, End: in.Model.Blocks - s.Start}
+		}
+	}
+	m := eval(mirror)
+	if len(m.Blocked) == 0 && m.FinalPerToken <= idlePerToken(in, target.Spans)*(1+1e-12) &&
+		(len(best.Blocked) > 0 || m.LoadBytes < best.LoadBytes) {
+		return m
+	}
+	return best
 }
 
 func checkReplan(in Input, current []swarm.Span, alive []bool, opt ReplanOptions) error {
