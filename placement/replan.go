@@ -126,10 +126,14 @@ type Replanning struct {
 // L-1-b) is scheduled too and replaces it when it is no slower
 // (IdlePerToken), blocks no move and loads fewer bytes (bestCandidate).
 //
-// Schedule: see schedule (makeBeforeBreak). Decision: applied when a block
-// is uncovered and the migration covers it, when a block has C_b < R and
-// the migration raises it, or when Gain > MinGain; never when a move is
-// blocked without the final spans being better (Reason says which).
+// Schedule: Migrate (steps of parallel moves, MoveHold when memory allows
+// both spans, else MoveDrain; no step uncovers a block). Decision, in this
+// order: nothing to move (ReasonAtTarget); a block is uncovered and the
+// final spans cover it (ReasonUncovered); a block has C_b < R (eq. 15) and
+// the final spans raise it (ReasonBelowCapacity); Gain > MinGain
+// (ReasonGain); otherwise not applied (ReasonBlocked when moves are
+// blocked, else ReasonSmallGain). With blocked moves an applied migration
+// stops at Final. The bound (17) of the target is reported as Bound.
 //
 // Errors wrap ErrBadInput (bad input, spans or options) or ErrInfeasible
 // (the alive servers cannot cover the model, condition 18).
