@@ -71,7 +71,7 @@ func HoldFits(in Input, j int, a, b swarm.Span, holdSessions int) bool {
 // that never uncovers a block current covers: the steps, the moves no safe
 // order allows (blocked) and the spans after the steps (target, except
 // that blocked servers keep an intermediate or current span). Replan calls
-// it with the CG-BP target; holdSessions is ReplanOptions.HoldSessions.
+// it with the CG-BP target. Of opt it uses HoldSessions and SingleMove.
 //
 // A move is MoveHold when HoldFits, else MoveDrain. Each step must keep
 // covered every block covered at its start:
@@ -89,14 +89,16 @@ func HoldFits(in Input, j int, a, b swarm.Span, holdSessions int) bool {
 // From ∪ To is one span is split: a step grows the server to From ∪ To
 // (it only loads, so it is always safe) and a later one drops From \ To;
 // this lets a rotation of full servers go through one server with spare
-// memory. When nothing can be split either, the pending moves are blocked.
+// memory. With opt.SingleMove nothing is split (each server moves at most
+// once, as a plan epoch of the planner group requires). When nothing can
+// be split, the pending moves are blocked.
 // Errors wrap ErrBadInput.
-func Migrate(in Input, current, target []swarm.Span, holdSessions int) ([]Step, []Move, []swarm.Span, error) {
+func Migrate(in Input, current, target []swarm.Span, opt ReplanOptions) ([]Step, []Move, []swarm.Span, error) {
 	if err := in.Validate(); err != nil {
 		return nil, nil, nil, err
 	}
-	if holdSessions < 0 {
-		return nil, nil, nil, fmt.Errorf("%w: hold sessions %d, want >= 0", ErrBadInput, holdSessions)
+	if opt.HoldSessions < 0 {
+		return nil, nil, nil, fmt.Errorf("%w: hold sessions %d, want >= 0", ErrBadInput, opt.HoldSessions)
 	}
 	for _, arg := range []struct {
 		name  string
@@ -115,16 +117,16 @@ func Migrate(in Input, current, target []swarm.Span, holdSessions int) ([]Step, 
 			}
 		}
 	}
-	steps, blocked, final := schedule(in, current, target, holdSessions)
+	steps, blocked, final := schedule(in, current, target, opt)
 	return steps, blocked, final, nil
 }
 
 // schedule is Migrate on validated input.
-func schedule(in Input, cur, target []swarm.Span, holdSessions int) ([]Step, []Move, []swarm.Span) {
+func schedule(in Input, cur, target []swarm.Span, opt ReplanOptions) ([]Step, []Move, []swarm.Span) {
 	state := slices.Clone(cur)
 	newMove := func(j int, from, to swarm.Span) Move {
 		kind := MoveDrain
-		if HoldFits(in, j, from, to, holdSessions) {
+		if HoldFits(in, j, from, to, opt.HoldSessions) {
 			kind = MoveHold
 		}
 		load := to.Len() - to.Intersect(from).Len()
@@ -160,6 +162,9 @@ func schedule(in Input, cur, target []swarm.Span, holdSessions int) ([]Step, []M
 		if len(step) == 0 {
 			// split the MoveHolds whose union is one span: grow first
 			for k, m := range pending {
+				if opt.SingleMove {
+					break
+				}
 				u := swarm.Span{Start: min(m.From.Start, m.To.Start), End: max(m.From.End, m.To.End)}
 				apart := m.From.Intersect(m.To).Empty() && m.From.End != m.To.Start && m.To.End != m.From.Start
 				if m.Kind != MoveHold || m.From.Empty() || apart || u == m.From {

@@ -22,6 +22,9 @@ type ReplanOptions struct {
 	// held block a server keeps free while it holds its old and new spans
 	// at once during a make-before-break move; 0 counts weights only.
 	HoldSessions int
+	// SingleMove forbids splitting a move into grow-then-shrink (Migrate):
+	// every server then moves at most once, in one step.
+	SingleMove bool
 }
 
 // Reason says why Replan applies its migration or not.
@@ -152,7 +155,7 @@ func Replan(in Input, current []swarm.Span, alive []bool, opt ReplanOptions) (Re
 	if err != nil {
 		return Replanning{}, err
 	}
-	out := bestCandidate(in, cur, target, opt.HoldSessions)
+	out := bestCandidate(in, cur, target, opt)
 	out.Bound = bound
 	out.CurrentPerToken = idlePerToken(in, cur)
 	switch {
@@ -198,11 +201,11 @@ func Replan(in Input, current []swarm.Span, alive []bool, opt ReplanOptions) (Re
 // moves is blocked, its spans are no slower (IdlePerToken) than CG-BP's,
 // and it loads fewer bytes or the CG-BP target has blocked moves. It fills
 // Target, Steps, Blocked, Final, LoadBytes and FinalPerToken.
-func bestCandidate(in Input, cur []swarm.Span, target Plan, hold int) Replanning {
+func bestCandidate(in Input, cur []swarm.Span, target Plan, opt ReplanOptions) Replanning {
 	eval := func(p Plan) Replanning {
 		matchIdentical(in, &p, cur)
 		r := Replanning{Target: p}
-		r.Steps, r.Blocked, r.Final = schedule(in, cur, p.Spans, hold)
+		r.Steps, r.Blocked, r.Final = schedule(in, cur, p.Spans, opt)
 		for _, s := range r.Steps {
 			r.LoadBytes += s.LoadBytes
 		}

@@ -146,10 +146,21 @@ func TestMigrateKeepsCoverage(t *testing.T) {
 			}
 		}
 		hold := rng.IntN(3)
-		steps, blocked, final, err := placement.Migrate(in, cur, target, hold)
+		single := rng.IntN(2) == 0
+		steps, blocked, final, err := placement.Migrate(in, cur, target, placement.ReplanOptions{HoldSessions: hold, SingleMove: single})
 		require.NoError(t, err, "iter %d", iter)
 		what := fmt.Sprintf("iter %d", iter)
 		moves += checkMigration(t, in, cur, target, steps, blocked, final, hold, what)
+		if single {
+			seen := map[int]bool{}
+			for _, st := range steps {
+				for _, m := range st.Moves {
+					require.False(t, seen[m.Server], "%s: single move: server %d moves twice", what, m.Server)
+					require.Equal(t, target[m.Server], m.To, what)
+					seen[m.Server] = true
+				}
+			}
+		}
 		if len(blocked) > 0 {
 			blockedRuns++
 		}
@@ -278,7 +289,7 @@ func FuzzMigrate(f *testing.F) {
 		if p, err := placement.CGBP(in); err == nil && seed%3 == 0 {
 			target = p.Spans
 		}
-		steps, blocked, final, err := placement.Migrate(in, cur, target, int(hold%4))
+		steps, blocked, final, err := placement.Migrate(in, cur, target, placement.ReplanOptions{HoldSessions: int(hold % 4), SingleMove: seed%5 == 0})
 		require.NoError(t, err)
 		checkMigration(t, in, cur, target, steps, blocked, final, int(hold%4), "fuzz")
 	})

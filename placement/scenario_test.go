@@ -40,7 +40,7 @@ import (
 //	replan sessions=R [min-gain=X] [hold=K] [current=(NAME=START:END,...)] [dead=(NAME,...)]
 //	                               Replan; without current, the last plan's spans
 //	self-replan sessions=R me=NAME [intents=(NAME=START:END,...)] [same as replan]
-//	migrate sessions=R [hold=K] current=(NAME=START:END,...) target=(NAME=START:END,...)
+//	migrate sessions=R [hold=K] [single] current=(NAME=START:END,...) target=(NAME=START:END,...)
 func runScript(t *testing.T, file string) {
 	datadriven.RunTest(t, filepath.Join("testdata", file), (&harness{}).run)
 }
@@ -192,12 +192,13 @@ func (h *harness) run(t *testing.T, d *datadriven.TestData) string {
 		return h.replan(t, d)
 	case "migrate":
 		d.ScanArgs(t, "sessions", &h.in.Sessions)
-		hold := 0
+		var opt placement.ReplanOptions
 		if d.HasArg("hold") {
-			d.ScanArgs(t, "hold", &hold)
+			d.ScanArgs(t, "hold", &opt.HoldSessions)
 		}
+		opt.SingleMove = d.HasArg("single")
 		cur, target := h.spans(t, d, "current"), h.spans(t, d, "target")
-		steps, blocked, final, err := placement.Migrate(h.in, cur, target, hold)
+		steps, blocked, final, err := placement.Migrate(h.in, cur, target, opt)
 		if err != nil {
 			return "error: " + err.Error() + "\n"
 		}
