@@ -70,7 +70,8 @@ func TestPlanScript(t *testing.T) {
 // simulator routes it (sim.ForPlacement), the exhaustive optimum by WS-RR.
 func TestPlanRoutesWithTheSimulatorsPairs(t *testing.T) {
 	fl := load(t, "fig5.json")
-	want := map[string]string{"cgbp": "wsrr", "petals": "petals", "opt-order": "petals", "opt-number": "petals", "optimal": "wsrr"}
+	want := map[string]string{"cgbp": "wsrr", "petals": "petals", "opt-order": "petals", "opt-number": "petals", "optimal": "wsrr",
+		"cgbp-live": "wsrr", "cgbp-replan": "wsrr"}
 	require.ElementsMatch(t, placement.Names(), keys(want), "a new placement needs its routing here")
 	for name, routing := range want {
 		p, err := fl.Plan(fleet.Options{Algorithm: name, Sessions: 4})

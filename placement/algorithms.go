@@ -20,6 +20,9 @@ var Algorithms = map[string]Func{
 	"opt-order":  OptimizedOrder, // ablation, Sec. 4.3
 	"opt-number": OptimizedNumber,
 	"optimal":    Optimal, // exhaustive BPRR (6), tiny fleets only
+	// live: incremental CG-BP at join in Input.Order, then one Replan
+	"cgbp-live":   Live,
+	"cgbp-replan": liveReplan,
 }
 
 // Names returns the algorithm names in sorted order.

@@ -7,6 +7,15 @@
 // baselines, the bounds (17), (18), (19) and (B.8), and an exhaustive exact
 // optimum of BPRR (6) for tiny fleets.
 //
+// Live replanning (the slow time scale of Alg. 2 in a running swarm):
+// Live is the placement servers reach by joining one at a time;
+// Replan computes the CG-BP target over the alive servers, a
+// make-before-break migration to it (Migrate: steps of parallel moves that
+// never uncover a block, bytes loaded per step) and whether it is worth
+// applying (a hole, a block below capacity R, or an idle per-token gain,
+// IdlePerToken, above a threshold); SelfReplan is the same decision seen
+// by one server, for decentralized rebalancing.
+//
 // The package is PURE: every function is a function of a value snapshot
 // (Input). Time arrives as numbers of seconds, memory as bytes; there is no
 // I/O, no goroutine, no clock, no logging and no global state, so the

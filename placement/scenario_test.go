@@ -37,6 +37,10 @@ import (
 //	bounds sessions=R [demand=(N,...)]
 //	incremental sessions=R joiner=N fixed=(NAME=START:END,...)
 //	choose-r mean=X std=Y
+//	replan sessions=R [min-gain=X] [hold=K] [current=(NAME=START:END,...)] [dead=(NAME,...)]
+//	                               Replan; without current, the last plan's spans
+//	self-replan sessions=R me=NAME [intents=(NAME=START:END,...)] [same as replan]
+//	migrate sessions=R [hold=K] [single] current=(NAME=START:END,...) target=(NAME=START:END,...)
 func runScript(t *testing.T, file string) {
 	datadriven.RunTest(t, filepath.Join("testdata", file), (&harness{}).run)
 }
@@ -61,6 +65,14 @@ func TestPetalsBaselines(t *testing.T) { runScript(t, "petals.txt") }
 // TestIncrementalCGBP: one server joining fixed spans; ChooseR.
 func TestIncrementalCGBP(t *testing.T) { runScript(t, "incremental.txt") }
 
+// TestReplan: live replanning (issue 15): holes after deaths, a poor
+// join order, no-op at the target, memory too tight to hold both spans,
+// a gain below the threshold, and the per-server decision.
+func TestReplan(t *testing.T) { runScript(t, "replan.txt") }
+
+// TestMigrate: make-before-break schedules between given spans.
+func TestMigrate(t *testing.T) { runScript(t, "migrate.txt") }
+
 // TestEveryScriptRuns guards against a script in testdata/ that no test
 // runs.
 func TestEveryScriptRuns(t *testing.T) {
@@ -70,7 +82,7 @@ func TestEveryScriptRuns(t *testing.T) {
 	for _, f := range files {
 		names = append(names, filepath.Base(f))
 	}
-	require.ElementsMatch(t, []string{"lemma3_3.txt", "fig5.txt", "eq18.txt", "petals.txt", "incremental.txt"}, names)
+	require.ElementsMatch(t, []string{"lemma3_3.txt", "fig5.txt", "eq18.txt", "petals.txt", "incremental.txt", "replan.txt", "migrate.txt"}, names)
 }
 
 type harness struct {
@@ -176,6 +188,21 @@ func (h *harness) run(t *testing.T, d *datadriven.TestData) string {
 			return "error: " + err.Error() + "\n"
 		}
 		return fmt.Sprintf("%s joins with %s (m=%d)\n", joiner, sp, sp.Len())
+	case "replan", "self-replan":
+		return h.replan(t, d)
+	case "migrate":
+		d.ScanArgs(t, "sessions", &h.in.Sessions)
+		var opt placement.ReplanOptions
+		if d.HasArg("hold") {
+			d.ScanArgs(t, "hold", &opt.HoldSessions)
+		}
+		opt.SingleMove = d.HasArg("single")
+		cur, target := h.spans(t, d, "current"), h.spans(t, d, "target")
+		steps, blocked, final, err := placement.Migrate(h.in, cur, target, opt)
+		if err != nil {
+			return "error: " + err.Error() + "\n"
+		}
+		return h.printSteps(steps, blocked, final)
 	case "choose-r":
 		mean, std := floatArg(t, d, "mean"), floatArg(t, d, "std")
 		r, err := placement.ChooseR(h.in, mean, std)
@@ -320,4 +347,114 @@ func floatArg(t *testing.T, d *datadriven.TestData, key string) float64 {
 	v := floatsArg(t, d, key)
 	require.Len(t, v, 1, "%s: %s takes one value", d.Pos, key)
 	return v[0]
+}
+
+// spans reads NAME=START:END entries of argument key into per-server spans.
+func (h *harness) spans(t *testing.T, d *datadriven.TestData, key string) []swarm.Span {
+	out := make([]swarm.Span, len(h.in.Servers))
+	for _, v := range argVals(t, d, key) {
+		name, spec, ok := strings.Cut(v, "=")
+		require.True(t, ok, "%s entry %q: want NAME=START:END", key, v)
+		sp, err := swarm.ParseSpan(spec)
+		require.NoError(t, err)
+		out[h.index(t, name)] = sp
+	}
+	return out
+}
+
+func (h *harness) replan(t *testing.T, d *datadriven.TestData) string {
+	d.ScanArgs(t, "sessions", &h.in.Sessions)
+	h.in.Demand = nil
+	var opt placement.ReplanOptions
+	if d.HasArg("min-gain") {
+		opt.MinGain = floatArg(t, d, "min-gain")
+	}
+	if d.HasArg("hold") {
+		d.ScanArgs(t, "hold", &opt.HoldSessions)
+	}
+	cur := h.plan.Spans
+	if d.HasArg("current") {
+		cur = h.spans(t, d, "current")
+	}
+	alive := make([]bool, len(h.in.Servers))
+	for j := range alive {
+		alive[j] = true
+	}
+	if d.HasArg("dead") {
+		for _, name := range argVals(t, d, "dead") {
+			alive[h.index(t, name)] = false
+		}
+	}
+	var b strings.Builder
+	var r placement.Replanning
+	if d.Cmd == "self-replan" {
+		var me string
+		d.ScanArgs(t, "me", &me)
+		var intents []placement.Intent
+		if d.HasArg("intents") {
+			for j, sp := range h.spans(t, d, "intents") {
+				if !sp.Empty() {
+					intents = append(intents, placement.Intent{Server: j, Blocks: sp})
+				}
+			}
+		}
+		s, err := placement.SelfReplan(h.in, cur, alive, opt, h.index(t, me), intents)
+		if err != nil {
+			return "error: " + err.Error() + "\n"
+		}
+		if s.Has {
+			fmt.Fprintf(&b, "%s: move %s -> %s (%s) in step %d; now=%v: %s\n", me, s.Move.From, s.Move.To, s.Move.Kind, s.Step+1, s.Now, s.Why)
+		} else {
+			fmt.Fprintf(&b, "%s: no move; now=%v: %s\n", me, s.Now, s.Why)
+		}
+		return b.String()
+	}
+	r, err := placement.Replan(h.in, cur, alive, opt)
+	if err != nil {
+		return "error: " + err.Error() + "\n"
+	}
+	fmt.Fprintf(&b, "reason: %s, apply: %v\n", r.Reason, r.Apply)
+	fmt.Fprintf(&b, "uncovered: %v, below capacity: %v\n", r.Uncovered, r.BelowCapacity)
+	fmt.Fprintf(&b, "idle per-token: current %s s, final %s s, gain %s\n", g(r.CurrentPerToken), g(r.FinalPerToken), g(r.Gain))
+	for j, s := range h.in.Servers {
+		state := ""
+		switch {
+		case !alive[j]:
+			state = " (dead)"
+		case cur[j] == r.Target.Spans[j]:
+			state = " (stays)"
+		}
+		fmt.Fprintf(&b, "target %-4s %s%s\n", s.Name, spanText(r.Target.Spans[j]), state)
+	}
+	b.WriteString(h.printSteps(r.Steps, r.Blocked, r.Final))
+	return b.String()
+}
+
+func spanText(s swarm.Span) string {
+	if s.Empty() {
+		return "-"
+	}
+	return s.String()
+}
+
+func (h *harness) printSteps(steps []placement.Step, blocked []placement.Move, final []swarm.Span) string {
+	var b strings.Builder
+	var total int64
+	for k, st := range steps {
+		var moves []string
+		for _, m := range st.Moves {
+			moves = append(moves, fmt.Sprintf("%s %s -> %s %s", h.in.Servers[m.Server].Name, spanText(m.From), spanText(m.To), m.Kind))
+		}
+		fmt.Fprintf(&b, "step %d (load %d bytes): %s\n", k+1, st.LoadBytes, strings.Join(moves, "; "))
+		total += st.LoadBytes
+	}
+	for _, m := range blocked {
+		fmt.Fprintf(&b, "blocked: %s %s -> %s %s\n", h.in.Servers[m.Server].Name, spanText(m.From), spanText(m.To), m.Kind)
+	}
+	var fin []string
+	for j, s := range h.in.Servers {
+		fin = append(fin, s.Name+"="+spanText(final[j]))
+	}
+	fmt.Fprintf(&b, "final: %s; total load %d bytes\n", strings.Join(fin, " "), total)
+	return b.String()
 }

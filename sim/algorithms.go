@@ -50,6 +50,9 @@ type Algorithm struct {
 	Admission Admission `json:"admission"`
 	// Doc says what the algorithm is, for --help.
 	Doc string `json:"-"`
+	// Extra marks an algorithm that is not in paper 003's evaluation: it
+	// runs only when named (--algorithms), not by default.
+	Extra bool `json:"-"`
 }
 
 // algorithms is the explicit table of the algorithms of paper 003 Sec. 4.
@@ -64,6 +67,10 @@ var algorithms = []Algorithm{
 		Doc: "ablation: PETALS placement with CG-BP's block counts"},
 	{Name: "opt-rr", Placement: "petals", Routing: "opt-rr", Admission: AdmitWait,
 		Doc: "ablation: PETALS placement + the myopic optimum of (21) for routing"},
+	{Name: "live", Placement: "cgbp-live", Routing: "wsrr", Admission: AdmitWait, Extra: true,
+		Doc: "live swarm: servers join in random order, each placed by incremental CG-BP (--blocks auto), never moved; WS-RR routing"},
+	{Name: "live-replan", Placement: "cgbp-replan", Routing: "wsrr", Admission: AdmitWait, Extra: true,
+		Doc: "live, then one make-before-break replanning towards CG-BP (placement.Replan, min gain 2%); reports the weight bytes moved"},
 }
 
 // Algorithms returns the algorithms the simulator knows, in the paper's
@@ -75,6 +82,18 @@ func AlgorithmNames() []string {
 	names := make([]string, len(algorithms))
 	for i, a := range algorithms {
 		names[i] = a.Name
+	}
+	return names
+}
+
+// PaperAlgorithmNames returns the names of the algorithms of paper 003's
+// evaluation (those not Extra), the default set of `swarm sim`.
+func PaperAlgorithmNames() []string {
+	var names []string
+	for _, a := range algorithms {
+		if !a.Extra {
+			names = append(names, a.Name)
+		}
 	}
 	return names
 }
@@ -92,16 +111,27 @@ func LookupAlgorithm(name string) (Algorithm, error) {
 
 // usesR reports whether the placement needs the design parameter R.
 func (a Algorithm) usesR() bool {
-	return a.Placement == "cgbp" || a.Placement == "opt-number" || a.Placement == "opt-order"
+	switch a.Placement {
+	case "cgbp", "opt-number", "opt-order", "cgbp-live", "cgbp-replan":
+		return true
+	}
+	return false
 }
 
-// place runs the algorithm's placement.
-func (a Algorithm) place(in placement.Input) (placement.Plan, error) {
+// place runs the algorithm's placement. For "cgbp-replan" it also returns
+// the replanning (placement.LiveReplan with placement.DefaultMinGain), whose
+// steps and bytes Run reports; nil for the others.
+func (a Algorithm) place(in placement.Input) (placement.Plan, *placement.Replanning, error) {
+	if a.Placement == "cgbp-replan" {
+		p, r, err := placement.LiveReplan(in, placement.ReplanOptions{MinGain: placement.DefaultMinGain})
+		return p, &r, err
+	}
 	f, err := placement.Lookup(a.Placement)
 	if err != nil {
-		return placement.Plan{}, err
+		return placement.Plan{}, nil, err
 	}
-	return f(in)
+	p, err := f(in)
+	return p, nil, err
 }
 
 // RouteFunc routes one session: servers is the snapshot, ping the

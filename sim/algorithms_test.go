@@ -1,6 +1,8 @@
 package sim_test
 
 import (
+	"math"
+	"math/rand/v2"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -17,7 +19,8 @@ func TestForPlacement(t *testing.T) {
 	for _, name := range placement.Names() {
 		a := sim.ForPlacement(name)
 		require.Equal(t, name, a.Placement)
-		want, ok := map[string]string{"cgbp": "proposed", "petals": "petals", "opt-order": "opt-order", "opt-number": "opt-number"}[name]
+		want, ok := map[string]string{"cgbp": "proposed", "petals": "petals", "opt-order": "opt-order", "opt-number": "opt-number",
+			"cgbp-live": "live", "cgbp-replan": "live-replan"}[name]
 		if !ok {
 			require.Equal(t, sim.Algorithm{Name: name, Placement: name, Routing: "wsrr", Admission: sim.AdmitWait}, a)
 			continue
@@ -46,4 +49,40 @@ func TestRouter(t *testing.T) {
 	}
 	_, err := sim.Algorithm{Name: "x", Routing: "magic"}.Router(sim.DefaultPetalsConfig())
 	require.ErrorIs(t, err, sim.ErrBadConfig)
+}
+
+// TestLiveReplanReachesBatch is the simulator check of issue 15 on the
+// clustered fleet of paper 003 (Table 2), for each client cluster and 8
+// random join orders: servers placed by incremental CG-BP at join, then
+// one replanning, give a per-token time within 5% of batch CG-BP
+// (proposed), and the moves load whole blocks.
+func TestLiveReplanReachesBatch(t *testing.T) {
+	algs := make([]sim.Algorithm, 0, 3)
+	for _, name := range []string{"proposed", "live", "live-replan"} {
+		a, err := sim.LookupAlgorithm(name)
+		require.NoError(t, err)
+		algs = append(algs, a)
+	}
+	moved := 0
+	for cc := range 3 {
+		f, err := sim.Clustered(cc)
+		require.NoError(t, err)
+		for seed := range 8 {
+			w := sim.Workload{Rate: 0.05, Requests: 30, InputTokens: 20, OutputTokens: 128}
+			res, err := sim.Run(f, w, algs, rand.New(rand.NewPCG(uint64(seed), uint64(cc))), nil)
+			require.NoError(t, err)
+			for _, r := range res {
+				require.Empty(t, r.Errors, r.Algorithm)
+			}
+			batch, live, replan := res[0], res[1], res[2]
+			require.InEpsilon(t, batch.PerToken, replan.PerToken, 0.05, "cluster %d seed %d (live %.3f)", cc, seed, live.PerToken)
+			require.Zero(t, math.Mod(replan.MovedBytes, float64(f.Model.BlockBytes)), "whole blocks")
+			require.Zero(t, live.MovedBytes, "live never moves")
+			if replan.MovedBytes > 0 {
+				moved++
+			}
+		}
+	}
+	require.Positive(t, moved, "some random join order needs moves")
+	require.Equal(t, []string{"proposed", "petals", "opt-order", "opt-number", "opt-rr"}, sim.PaperAlgorithmNames())
 }

@@ -117,7 +117,9 @@ func MATLABCalibration(setup MATLABSetup) (c Calibration, ok bool) {
 		RoundWaits:      true,
 	}
 	for _, a := range algorithms {
-		c.AllocationDelay[a.Name] = petals / 1e3
+		if !a.Extra { // the authors' simulator has no live algorithms
+			c.AllocationDelay[a.Name] = petals / 1e3
+		}
 	}
 	c.AllocationDelay["proposed"] = prop / 1e3
 	return c, true

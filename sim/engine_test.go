@@ -86,7 +86,7 @@ func tinyEngine(t *testing.T, alg string, mutate func(*Fleet)) *engine {
 	a, err := LookupAlgorithm(alg)
 	require.NoError(t, err)
 	in := f.placementInput(tinyWork, 1, nil)
-	plan, err := a.place(in)
+	plan, _, err := a.place(in)
 	require.NoError(t, err)
 	require.Equal(t, []swarm.Span{{Start: 0, End: 2}, {Start: 2, End: 4}}, plan.Spans)
 	require.Equal(t, []int{2, 2}, plan.CacheSlots)

@@ -41,6 +41,14 @@ func WriteTable(w io.Writer, results []Result) error {
 				r.LowerBound, r.UpperBound, r.RemainingToken)
 		}
 	}
+	for _, r := range results {
+		if r.Runs > 0 && r.MovedBytes > 0 {
+			fmt.Fprintf(w, "%s: replanning loads %.2f GB of weights in %.1f steps per run (mean)\n", r.Algorithm, r.MovedBytes/1e9, r.MoveSteps)
+		}
+	}
+	if p, q, ok := pair(results, "proposed", "live-replan"); ok {
+		fmt.Fprintf(w, "live-replan / proposed: per-token %.3f\n", q.PerToken/p.PerToken)
+	}
 	if p, q, ok := pair(results, "proposed", "petals"); ok {
 		fmt.Fprintf(w, "proposed / petals: per-token %.3f, first token %.3f, remaining %.3f\n",
 			p.PerToken/q.PerToken, p.FirstToken/q.FirstToken, p.RemainingToken/q.RemainingToken)

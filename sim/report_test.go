@@ -50,3 +50,16 @@ func TestWriteTable(t *testing.T) {
 	require.Contains(t, out, "opt-rr failed in 2 run(s): placement: infeasible")
 	require.Contains(t, out, "petals failed in 1 run(s): x")
 }
+
+func TestWriteTableLiveReplan(t *testing.T) {
+	var b bytes.Buffer
+	require.NoError(t, WriteTable(&b, []Result{
+		{Algorithm: "proposed", PerToken: 0.5, Runs: 1},
+		{Algorithm: "live", PerToken: 0.8, Runs: 1},
+		{Algorithm: "live-replan", PerToken: 0.51, Runs: 1, MovedBytes: 3.5e9, MoveSteps: 2},
+	}))
+	out := b.String()
+	require.Contains(t, out, "live-replan: replanning loads 3.50 GB of weights in 2.0 steps per run (mean)")
+	require.Contains(t, out, "live-replan / proposed: per-token 1.020")
+	require.NotContains(t, out, "live: replanning")
+}

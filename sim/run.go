@@ -44,6 +44,11 @@ type Result struct {
 	// per-token time while at most R sessions run (Corollary 3.6).
 	UpperBound float64 `json:"upper_bound,omitempty"`
 	LowerBound float64 `json:"lower_bound,omitempty"`
+	// MovedBytes is the weight bytes the replanning of live-replan loads
+	// (placement.Replanning.LoadBytes; 0 when not applied or for other
+	// algorithms), and MoveSteps its number of migration steps.
+	MovedBytes float64 `json:"moved_bytes,omitempty"`
+	MoveSteps  float64 `json:"move_steps,omitempty"`
 	// Runs is the number of runs averaged (1 for a single run, 0 when the
 	// algorithm failed in every run).
 	Runs int `json:"runs"`
@@ -112,10 +117,11 @@ func Run(f *Fleet, w Workload, algs []Algorithm, rng *rand.Rand, clock func() ti
 }
 
 // placementOrder is the server join order the placement sees: the random
-// arrival order for the PETALS placements (opt-order reorders it itself).
+// arrival order for the PETALS placements (opt-order reorders it itself)
+// and the live ones (incremental CG-BP at join).
 func placementOrder(a Algorithm, order []int) []int {
 	switch a.Placement {
-	case "petals", "opt-number", "opt-order":
+	case "petals", "opt-number", "opt-order", "cgbp-live", "cgbp-replan":
 		return order
 	}
 	return nil
@@ -127,7 +133,7 @@ func runOne(f *Fleet, w Workload, a Algorithm, order []int, r int, arrivals []fl
 	if clock != nil {
 		t0 = clock()
 	}
-	plan, err := a.place(in)
+	plan, moves, err := a.place(in)
 	var placeTime time.Duration
 	if clock != nil {
 		placeTime = clock().Sub(t0)
@@ -142,6 +148,9 @@ func runOne(f *Fleet, w Workload, a Algorithm, order []int, r int, arrivals []fl
 		if lb, err := placement.LowerBound(in); err == nil {
 			res.LowerBound = lb
 		}
+	}
+	if moves != nil && moves.Apply {
+		res.MovedBytes, res.MoveSteps = float64(moves.LoadBytes), float64(len(moves.Steps))
 	}
 	e, err := newEngine(f, w, a, plan, clock)
 	if err != nil {
@@ -267,6 +276,8 @@ func Summarize(runs [][]Result) []Result {
 			m.R += r.R
 			m.UpperBound += r.UpperBound
 			m.LowerBound += r.LowerBound
+			m.MovedBytes += r.MovedBytes
+			m.MoveSteps += r.MoveSteps
 			for k, v := range r.Blocks {
 				m.Blocks[k] += v
 			}
@@ -289,6 +300,8 @@ func Summarize(runs [][]Result) []Result {
 		m.R /= n
 		m.UpperBound /= n
 		m.LowerBound /= n
+		m.MovedBytes /= n
+		m.MoveSteps /= n
 		for k := range m.Blocks {
 			m.Blocks[k] /= n
 		}

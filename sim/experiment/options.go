@@ -94,7 +94,7 @@ func DefaultOptions() Options {
 		InputTokens:   20,
 		Seed:          1,
 		Runs:          20,
-		Algorithms:    sim.AlgorithmNames(),
+		Algorithms:    sim.PaperAlgorithmNames(),
 		Calibration:   sim.CalibrationNone,
 		Parallel:      runtime.GOMAXPROCS(0),
 	}
