@@ -43,7 +43,11 @@ type Move struct {
 	// From is the span the server holds when the plan is made; the zero
 	// span (0:0) for a server that holds none yet.
 	From swarm.Span `json:"from"`
-	// To is the server's target span; it equals Plan.Assignment[Server].
+	// To is the span the move ends with; a server's last move ends at
+	// Plan.Assignment[Server]. A server may move more than once in an
+	// epoch (grow then shrink, so that a rotation passes through its spare
+	// memory: placement.Migrate); its moves chain, each From the previous
+	// To, in increasing steps.
 	To swarm.Span `json:"to"`
 	// Step orders the moves: every move of step k must be done before a
 	// move of step k+1 starts; moves of one step may run together. Steps
@@ -53,6 +57,9 @@ type Move struct {
 
 // Progress is the last report of one server in the current epoch.
 type Progress struct {
+	// Move is which of the server's moves the report is about: 0 for its
+	// first (and, usually, only) move in Plan.Moves, 1 for its second...
+	Move int `json:"move,omitempty"`
 	// State is the server's move state.
 	State MoveState `json:"state"`
 	// Detail is a free-form note from the server (the error for
@@ -114,30 +121,41 @@ func validatePlan(p Plan) error {
 		if id == "" {
 			return fmt.Errorf("%w: epoch %d assigns a span to an empty server id", ErrBadCommand, p.Epoch)
 		}
+		if s == (swarm.Span{}) {
+			continue // the server stops serving (its blocks went elsewhere)
+		}
 		if err := s.Validate(0); err != nil {
 			return fmt.Errorf("%w: epoch %d server %s: %w", ErrBadCommand, p.Epoch, id, err)
 		}
 	}
-	seen := make(map[string]bool, len(p.Moves))
+	last := make(map[string]Move, len(p.Moves)) // each server's latest move so far
 	step := 0
 	for i, m := range p.Moves {
-		target, ok := p.Assignment[m.Server]
+		_, ok := p.Assignment[m.Server]
+		prev, moved := last[m.Server]
 		switch {
 		case !ok:
 			return fmt.Errorf("%w: epoch %d move %d: server %q is not in the assignment", ErrBadCommand, p.Epoch, i, m.Server)
-		case seen[m.Server]:
-			return fmt.Errorf("%w: epoch %d move %d: server %s moves twice (want one move per server)", ErrBadCommand, p.Epoch, i, m.Server)
-		case m.To != target:
-			return fmt.Errorf("%w: epoch %d move %d: server %s moves to %s but is assigned %s", ErrBadCommand, p.Epoch, i, m.Server, m.To, target)
+		case moved && m.From != prev.To:
+			return fmt.Errorf("%w: epoch %d move %d: server %s moves from %s, but its previous move ended at %s", ErrBadCommand, p.Epoch, i, m.Server, m.From, prev.To)
+		case moved && m.Step <= prev.Step:
+			return fmt.Errorf("%w: epoch %d move %d: server %s moves twice in step %d (want its moves in increasing steps)", ErrBadCommand, p.Epoch, i, m.Server, m.Step)
 		case m.From == m.To:
 			return fmt.Errorf("%w: epoch %d move %d: server %s moves from %s to itself", ErrBadCommand, p.Epoch, i, m.Server, m.From)
 		case m.From != (swarm.Span{}) && m.From.Validate(0) != nil:
 			return fmt.Errorf("%w: epoch %d move %d: server %s: from: %w", ErrBadCommand, p.Epoch, i, m.Server, m.From.Validate(0))
+		case m.To != (swarm.Span{}) && m.To.Validate(0) != nil:
+			return fmt.Errorf("%w: epoch %d move %d: server %s: to: %w", ErrBadCommand, p.Epoch, i, m.Server, m.To.Validate(0))
 		case m.Step < step:
 			return fmt.Errorf("%w: epoch %d move %d: step %d after step %d (want non-decreasing steps from 0)", ErrBadCommand, p.Epoch, i, m.Step, step)
 		}
-		seen[m.Server] = true
+		last[m.Server] = m
 		step = m.Step
+	}
+	for id, m := range last {
+		if target := p.Assignment[id]; m.To != target {
+			return fmt.Errorf("%w: epoch %d: server %s's last move ends at %s but it is assigned %s", ErrBadCommand, p.Epoch, id, m.To, target)
+		}
 	}
 	return nil
 }
@@ -175,8 +193,10 @@ func (s *State) applyProgress(epoch uint64, server string, pr Progress) error {
 		return fmt.Errorf("%w: progress for epoch %d, current epoch is %d", ErrUnknownEpoch, epoch, cur.Epoch)
 	case epoch < cur.Epoch:
 		return fmt.Errorf("%w: progress for epoch %d, current epoch is %d", ErrStaleEpoch, epoch, cur.Epoch)
-	case !slices.ContainsFunc(cur.Moves, func(m Move) bool { return m.Server == server }):
+	case cur.moveCount(server) == 0:
 		return fmt.Errorf("%w: server %q has no move in epoch %d", ErrUnknownServer, server, epoch)
+	case pr.Move < 0 || pr.Move >= cur.moveCount(server):
+		return fmt.Errorf("%w: server %s reports its move %d, it has %d in epoch %d", ErrBadCommand, server, pr.Move, cur.moveCount(server), epoch)
 	case pr.State != MoveStarted && pr.State != MoveDone && pr.State != MoveFailed:
 		return fmt.Errorf("%w: move state %q (want %s, %s or %s)", ErrBadCommand, pr.State, MoveStarted, MoveDone, MoveFailed)
 	case len(pr.Detail) > MaxDetailBytes:
@@ -189,20 +209,38 @@ func (s *State) applyProgress(epoch uint64, server string, pr Progress) error {
 	if cur.Status != StatusActive {
 		return fmt.Errorf("%w: epoch %d is %s", ErrEpochClosed, epoch, cur.Status)
 	}
-	if reported && last.State != MoveStarted {
-		return fmt.Errorf("%w: server %s already reported %s in epoch %d", ErrEpochClosed, server, last.State, epoch)
+	if reported {
+		switch {
+		case last.State == MoveFailed:
+			return fmt.Errorf("%w: server %s already reported %s in epoch %d", ErrEpochClosed, server, last.State, epoch)
+		case pr.Move < last.Move, pr.Move == last.Move && last.State != MoveStarted:
+			return fmt.Errorf("%w: server %s already reported move %d %s in epoch %d", ErrEpochClosed, server, last.Move, last.State, epoch)
+		case pr.Move > last.Move && last.State != MoveDone:
+			return fmt.Errorf("%w: server %s reports move %d before move %d is done", ErrBadCommand, server, pr.Move, last.Move)
+		}
 	}
 	if cur.Progress == nil {
 		cur.Progress = map[string]Progress{}
 	}
 	cur.Progress[server] = pr
 	for _, m := range cur.Moves {
-		if cur.Progress[m.Server].State != MoveDone {
+		if p := cur.Progress[m.Server]; p.State != MoveDone || p.Move != cur.moveCount(m.Server)-1 {
 			return nil
 		}
 	}
 	cur.Status = StatusDone
 	return nil
+}
+
+// moveCount is the number of moves server has in the plan.
+func (p Plan) moveCount(server string) int {
+	n := 0
+	for _, m := range p.Moves {
+		if m.Server == server {
+			n++
+		}
+	}
+	return n
 }
 
 // applyAbort stops the current epoch: servers finish the move they are in

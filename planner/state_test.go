@@ -106,6 +106,29 @@ func TestStateTransitions(t *testing.T) {
 	}
 }
 
+// TestGrowThenShrink: a server may move twice in one epoch when its moves
+// chain in increasing steps (placement.Migrate's grow-then-shrink); it
+// reports each move, in order, and the epoch is done after its last; a
+// server assigned no span (it stops serving) is a valid plan.
+func TestGrowThenShrink(t *testing.T) {
+	p := Plan{Epoch: 1, ProposalID: "p", Assignment: map[string]swarm.Span{"a": {Start: 2, End: 4}, "b": {}},
+		Moves: []Move{
+			{Server: "a", From: swarm.Span{Start: 0, End: 2}, To: swarm.Span{Start: 0, End: 4}, Step: 0},
+			{Server: "b", From: swarm.Span{Start: 0, End: 2}, To: swarm.Span{}, Step: 1},
+			{Server: "a", From: swarm.Span{Start: 0, End: 4}, To: swarm.Span{Start: 2, End: 4}, Step: 2},
+		}}
+	var s State
+	require.NoError(t, s.applyPropose(p))
+	require.NoError(t, s.applyProgress(1, "a", Progress{State: MoveDone}))
+	require.ErrorIs(t, s.applyProgress(1, "a", Progress{State: MoveStarted}), ErrEpochClosed, "move 0 is done")
+	require.ErrorIs(t, s.applyProgress(1, "a", Progress{Move: 2, State: MoveDone}), ErrBadCommand, "a has 2 moves")
+	require.NoError(t, s.applyProgress(1, "b", Progress{State: MoveDone}))
+	require.Equal(t, StatusActive, s.Plan.Status, "a's second move is not done")
+	require.NoError(t, s.applyProgress(1, "a", Progress{Move: 1, State: MoveStarted}))
+	require.NoError(t, s.applyProgress(1, "a", Progress{Move: 1, State: MoveDone}))
+	require.Equal(t, StatusDone, s.Plan.Status)
+}
+
 // TestBadPlans checks that malformed plans are refused, naming the fault.
 func TestBadPlans(t *testing.T) {
 	tests := []struct {
@@ -117,9 +140,17 @@ func TestBadPlans(t *testing.T) {
 		{"empty assignment", func(p *Plan) { p.Assignment, p.Moves = nil, nil }, "assigns no server"},
 		{"empty span", func(p *Plan) { p.Assignment["a"] = swarm.Span{Start: 3, End: 3} }, "server a"},
 		{"move of an unassigned server", func(p *Plan) { p.Moves[0].Server = "z" }, `server "z" is not in the assignment`},
-		{"move to another span", func(p *Plan) { p.Moves[0].To = swarm.Span{Start: 0, End: 2} }, "but is assigned 0:4"},
+		{"move to another span", func(p *Plan) { p.Moves[0].To = swarm.Span{Start: 0, End: 2} }, "server a's last move ends at 0:2 but it is assigned 0:4"},
 		{"steps decrease", func(p *Plan) { p.Moves[0].Step = 2 }, "step 1 after step 2"},
-		{"server moves twice", func(p *Plan) { p.Moves[1].Server = "a"; p.Moves[1].To = p.Assignment["a"] }, "moves twice"},
+		{"moves of a server do not chain", func(p *Plan) {
+			p.Moves[0].To = swarm.Span{Start: 0, End: 6}
+			p.Moves[1] = Move{Server: "a", From: swarm.Span{Start: 0, End: 5}, To: p.Assignment["a"], Step: 1}
+		}, "server a moves from 0:5, but its previous move ended at 0:6"},
+		{"a server moves twice in one step", func(p *Plan) {
+			p.Moves[0].To = swarm.Span{Start: 0, End: 6}
+			p.Moves[1] = Move{Server: "a", From: swarm.Span{Start: 0, End: 6}, To: p.Assignment["a"], Step: 0}
+		}, "server a moves twice in step 0"},
+		{"bad target span", func(p *Plan) { p.Moves[0].To = swarm.Span{Start: 5, End: 2}; p.Assignment["a"] = p.Moves[0].To }, "server a"},
 		{"move to itself", func(p *Plan) { p.Moves[0].From = p.Moves[0].To }, "to itself"},
 	}
 	for _, tt := range tests {
