@@ -51,8 +51,10 @@ func TestNextPlan(t *testing.T) {
 // TestReplanLoop: three planner replicas on loopback libp2p hosts, each
 // running ReplanLoop over its registry replica; two servers' entries leave
 // block 2:4 uncovered. Exactly one epoch is committed, by the leader, with
-// the move of TestNextPlan; after b reports it done and its entry shows the
-// new span, no further epoch comes (the fleet is at its target).
+// the move of TestNextPlan; the servers read it over PlanProtocol, a server
+// without a move cannot report one, and after the mover reports it done
+// and its entry shows the new span, no further epoch comes (the fleet is
+// at its target).
 func TestReplanLoop(t *testing.T) {
 	boot := joinMember(t, registrytest.P2PConfig(nil))
 	members := []*member{boot, joinMember(t, registrytest.P2PConfig(boot.node)), joinMember(t, registrytest.P2PConfig(boot.node))}
@@ -70,6 +72,7 @@ func TestReplanLoop(t *testing.T) {
 		r, err := planner.Start(ctx, m.node.Host(), ids, planner.WithRTT(20*time.Millisecond), planner.WithTicks(10, 1))
 		require.NoError(t, err)
 		replicas[i] = r
+		r.ServePlans()
 		go func() {
 			loops <- ReplanLoop(loopCtx, r, m.node.ID().String(), m.reg, ReplanConfig{Interval: 200 * time.Millisecond}, nil)
 		}()
@@ -108,8 +111,22 @@ func TestReplanLoop(t *testing.T) {
 	if move == b.reg.ID() {
 		mover = b
 	}
+	stayer := a
+	if mover == a {
+		stayer = b
+	}
+	// Servers that are not replicas read the plan and report over
+	// PlanProtocol; a report counts for the authenticated sender only.
+	mc, err := planner.NewClient(mover.node.Host(), ids)
+	require.NoError(t, err)
+	got, err := mc.Current(ctx)
+	require.NoError(t, err)
+	require.Equal(t, plan.Assignment, got.Assignment)
+	sc, err := planner.NewClient(stayer.node.Host(), ids)
+	require.NoError(t, err)
+	require.ErrorContains(t, sc.Report(ctx, 1, planner.Progress{State: planner.MoveDone}), "has no move in epoch 1")
 	require.NoError(t, mover.reg.Publish(twoServerInfo(span(2, 4)), swarm.StateServing))
-	require.NoError(t, replicas[2].Report(ctx, 1, move, planner.Progress{State: planner.MoveDone}))
+	require.NoError(t, mc.Report(ctx, 1, planner.Progress{State: planner.MoveDone}))
 	for plan.Status != planner.StatusDone {
 		select {
 		case plan = <-watch:

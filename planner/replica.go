@@ -347,6 +347,7 @@ func (r *Replica) Close(ctx context.Context) error {
 	}
 	r.mu.Unlock()
 	r.h.RemoveStreamHandler(JoinProtocol)
+	r.h.RemoveStreamHandler(PlanProtocol)
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
