@@ -126,6 +126,7 @@ func ReplanLoop(ctx context.Context, r *planner.Replica, self string, reg *regis
 	defer tick.Stop()
 	var activeSince time.Time
 	var activeEpoch uint64
+	var lastErr string // the last evaluation error logged
 	for {
 		select {
 		case <-ctx.Done():
@@ -161,11 +162,13 @@ func ReplanLoop(ctx context.Context, r *planner.Replica, self string, reg *regis
 		}
 		plan, rp, err := NextPlan(entries, cur.Epoch+1, cfg)
 		if err != nil {
-			if !errors.Is(err, ErrNoChange) {
-				log.Warn("replan: evaluate", "err", err)
+			if !errors.Is(err, ErrNoChange) && err.Error() != lastErr {
+				log.Warn("replan: evaluate", "err", err) // once per distinct error, not every round
 			}
+			lastErr = err.Error()
 			continue
 		}
+		lastErr = ""
 		if err := r.Propose(ctx, plan); err != nil {
 			log.Warn("replan: propose", "epoch", plan.Epoch, "err", err)
 			continue

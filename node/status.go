@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/swarmllm/swarm/fleet"
+	"github.com/swarmllm/swarm/planner"
 	"github.com/swarmllm/swarm/registry"
 	"github.com/swarmllm/swarm/swarm"
 )
@@ -68,6 +69,33 @@ func WriteStatusTable(w io.Writer, entries []registry.Entry) error {
 	}
 	for _, c := range BlockCoverage(entries) {
 		if _, err := fmt.Fprintln(w, c.String()); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// WritePlan writes the committed plan p as `swarm status --planners`
+// prints it: its epoch and status, then one line per move with its step
+// and the server's last report.
+func WritePlan(w io.Writer, p planner.Plan) error {
+	if p.Epoch == 0 {
+		_, err := fmt.Fprintln(w, "plan: none committed yet")
+		return err
+	}
+	head := fmt.Sprintf("plan: epoch %d %s, %d moves", p.Epoch, p.Status, len(p.Moves))
+	if p.AbortReason != "" {
+		head += " (aborted: " + p.AbortReason + ")"
+	}
+	if _, err := fmt.Fprintln(w, head); err != nil {
+		return err
+	}
+	for _, m := range p.Moves {
+		state := "waiting"
+		if pr, ok := p.Progress[m.Server]; ok {
+			state = fmt.Sprintf("move %d %s", pr.Move, pr.State)
+		}
+		if _, err := fmt.Fprintf(w, "  step %d  %s  %s -> %s  (%s)\n", m.Step, m.Server, m.From, m.To, state); err != nil {
 			return err
 		}
 	}

@@ -43,6 +43,7 @@ type announceOptions struct {
 	memory      int64
 	cacheCap    int64
 	cacheFree   int64
+	cacheTok    int64
 	sessions    int
 	endpoints   []string
 	noLeave     bool
@@ -96,6 +97,7 @@ func newRegistryAnnounceCmd() *cobra.Command {
 	f.Int64Var(&o.memory, "memory", 0, "memory bytes M_j to advertise")
 	f.Int64Var(&o.cacheCap, "cache-capacity-bytes", 0, "attention-cache capacity in bytes to advertise")
 	f.Int64Var(&o.cacheFree, "cache-free-bytes", 0, "free attention-cache bytes to advertise")
+	f.Int64Var(&o.cacheTok, "cache-bytes-per-token", 0, "attention-cache bytes per block per token to advertise")
 	f.IntVar(&o.sessions, "sessions", 0, "number of open sessions to advertise (each holding the whole span, 0 s remaining)")
 	f.StringSliceVar(&o.endpoints, "endpoint", nil, "endpoint to advertise (ws://HOST:PORT or a multiaddr), repeatable")
 	f.BoolVar(&o.noLeave, "no-leave", false, "exit without announcing LEFT (as a crash would)")
@@ -121,8 +123,8 @@ func (o announceOptions) entry() (swarm.ServerInfo, swarm.LifecycleState, error)
 	switch {
 	case o.tau < 0:
 		return swarm.ServerInfo{}, 0, fmt.Errorf("--tau %g, want >= 0 seconds", o.tau)
-	case o.memory < 0 || o.cacheCap < 0 || o.cacheFree < 0:
-		return swarm.ServerInfo{}, 0, fmt.Errorf("--memory, --cache-capacity-bytes and --cache-free-bytes must be >= 0")
+	case o.memory < 0 || o.cacheCap < 0 || o.cacheFree < 0 || o.cacheTok < 0:
+		return swarm.ServerInfo{}, 0, fmt.Errorf("--memory, --cache-capacity-bytes, --cache-free-bytes and --cache-bytes-per-token must be >= 0")
 	case o.sessions < 0:
 		return swarm.ServerInfo{}, 0, fmt.Errorf("--sessions %d, want >= 0", o.sessions)
 	}
@@ -134,6 +136,7 @@ func (o announceOptions) entry() (swarm.ServerInfo, swarm.LifecycleState, error)
 		MemoryBytes:        o.memory,
 		CacheBytesCapacity: o.cacheCap,
 		CacheBytesFree:     o.cacheFree,
+		CacheBytesPerToken: o.cacheTok,
 		Provider:           o.provider,
 		Endpoints:          o.endpoints,
 		ProtocolVersion:    swarm.ProtocolVersion,

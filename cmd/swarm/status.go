@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/swarmllm/swarm/node"
+	"github.com/swarmllm/swarm/planner"
 	"github.com/swarmllm/swarm/registry"
 	"github.com/swarmllm/swarm/swarm/p2p"
 )
@@ -19,6 +20,7 @@ type statusOptions struct {
 	reg                 registry.Config
 	json, fleet         bool
 	model               string
+	planners            []string
 	sessions, maxLength int
 	wait                time.Duration
 }
@@ -83,6 +85,7 @@ func newStatusCmd() *cobra.Command {
 	o.reg.AddFlags(f)
 	_ = f.MarkHidden("heartbeat-interval") // status publishes nothing
 	f.BoolVar(&o.json, "json", false, "print the registry as JSON (see above) instead of a table")
+	f.StringSliceVar(&o.planners, "planners", nil, "node ids of the planner group: also print the committed plan epoch and its moves")
 	f.BoolVar(&o.fleet, "fleet", false, "print the SERVING block servers of one model as a fleet file for swarm plan, each with its current span")
 	f.StringVar(&o.model, "model", "", "with --fleet: the model (needed when the registry serves several)")
 	f.IntVar(&o.sessions, "target-sessions", 0, "with --fleet: R; 0 = what the servers were placed with (--blocks auto)")
@@ -121,5 +124,20 @@ func runStatus(cmd *cobra.Command, o statusOptions) error {
 	if o.json {
 		return node.WriteStatusJSON(cmd.OutOrStdout(), entries)
 	}
-	return node.WriteStatusTable(cmd.OutOrStdout(), entries)
+	if err := node.WriteStatusTable(cmd.OutOrStdout(), entries); err != nil || len(o.planners) == 0 {
+		return err
+	}
+	ids, err := parseMembers(o.planners)
+	if err != nil {
+		return err
+	}
+	pc, err := planner.NewClient(m.Node.Host(), ids)
+	if err != nil {
+		return err
+	}
+	p, err := pc.Current(ctx)
+	if err != nil {
+		return fmt.Errorf("status: %w", err)
+	}
+	return node.WritePlan(cmd.OutOrStdout(), p)
 }
