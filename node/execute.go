@@ -25,7 +25,9 @@ type ReplicaSource struct {
 }
 
 // Current reads the committed plan (linearizable).
-func (s ReplicaSource) Current(ctx context.Context) (planner.Plan, error) { return s.Replica.Current(ctx) }
+func (s ReplicaSource) Current(ctx context.Context) (planner.Plan, error) {
+	return s.Replica.Current(ctx)
+}
 
 // Report records self's progress.
 func (s ReplicaSource) Report(ctx context.Context, epoch uint64, p planner.Progress) error {
