@@ -1,0 +1,164 @@
+package node
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/swarmllm/swarm/server"
+	"github.com/swarmllm/swarm/swarm"
+)
+
+// announcer publishes a serving server's entry with its current load, and
+// with the phase of a span move in progress. It is safe for concurrent
+// use: the Mover swaps the current server and the phase while the run loop
+// publishes the load.
+type announcer struct {
+	j *joiner
+	// swapped (1-buffered) is signalled when the current server changes,
+	// so that run watches the new server's load.
+	swapped chan struct{}
+
+	mu sync.Mutex
+	// Guarded by mu (Publish is called with it held, so entries are
+	// published in the order their phases happen).
+	curLocked   *server.Server
+	phaseLocked movePhase
+}
+
+// movePhase is what a server's entry shows of a span move (see
+// swarm.ServerInfo.MovingTo); the zero value is SERVING, not moving.
+type movePhase struct {
+	// join announces JOIN with span: the server drains before loading.
+	join bool
+	span swarm.Span
+	// movingTo and draining are the ServerInfo fields.
+	movingTo, draining swarm.Span
+}
+
+func newAnnouncer(j *joiner, srv *server.Server) *announcer {
+	return &announcer{j: j, swapped: make(chan struct{}, 1), curLocked: srv}
+}
+
+// current returns the server new sessions reach.
+func (a *announcer) current() *server.Server {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.curLocked
+}
+
+// infoLocked is the entry: the current server's advertised info (span,
+// tau, tauI, memory, cache room, sessions' load), with the node's
+// endpoints (the websocket URL, then the current libp2p addresses, which
+// change as relay reservations come and go), provider, t*_j and the move
+// phase.
+func (a *announcer) infoLocked() swarm.ServerInfo {
+	in := a.curLocked.Info().ServerInfo
+	in.ID = ""
+	in.Provider = a.j.cfg.Provider
+	in.ClientRTT = a.j.base.ClientRTT
+	in.Endpoints = nil
+	if a.j.url != "" {
+		in.Endpoints = append(in.Endpoints, a.j.url)
+	}
+	in.Endpoints = append(in.Endpoints, a.j.addrs()...)
+	in.MovingTo, in.Draining = a.phaseLocked.movingTo, a.phaseLocked.draining
+	if a.phaseLocked.join {
+		in.Span = a.phaseLocked.span
+	}
+	return in
+}
+
+// publish announces the entry: SERVING, or JOIN while draining before a
+// move.
+func (a *announcer) publish() error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.publishLocked()
+}
+
+func (a *announcer) publishLocked() error {
+	info := a.infoLocked()
+	a.j.base = info
+	state := swarm.StateServing
+	if a.phaseLocked.join {
+		state = swarm.StateJoin
+	}
+	return a.j.reg.Publish(info, state)
+}
+
+// announce sets the move phase, and the current server when srv is not
+// nil, and publishes the entry.
+func (a *announcer) announce(srv *server.Server, p movePhase) error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if srv != nil && srv != a.curLocked {
+		a.curLocked = srv
+		select {
+		case a.swapped <- struct{}{}:
+		default: // a swap is pending
+		}
+	}
+	a.phaseLocked = p
+	return a.publishLocked()
+}
+
+// run announces the load on change (coalesced within loadPublishGap) and
+// every LoadRefresh while sessions are open, until ctx ends (nil), the
+// websocket stops serving on its own (served closed: an error saying so),
+// or a move fails leaving the server without a span (its error on fatal).
+func (a *announcer) run(ctx context.Context, served <-chan struct{}, fatal <-chan error) error {
+	var refresh <-chan time.Time
+	if a.j.cfg.LoadRefresh > 0 {
+		t := time.NewTicker(a.j.cfg.LoadRefresh)
+		defer t.Stop()
+		refresh = t.C
+	}
+	last := time.Now()
+	var gap *time.Timer
+	var gapC <-chan time.Time
+	defer func() {
+		if gap != nil {
+			gap.Stop()
+		}
+	}()
+	publish := func() {
+		last = time.Now()
+		if err := a.publish(); err != nil {
+			a.j.log.Warn("announcing the load failed", "err", err)
+		}
+	}
+	for {
+		srv := a.current()
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-served:
+			if ctx.Err() != nil {
+				return nil
+			}
+			return errors.New("node: the server stopped serving")
+		case err := <-fatal:
+			return err
+		case <-a.swapped:
+			// Watch the new server's load from now on.
+		case <-srv.LoadChanged():
+			if wait := loadPublishGap - time.Since(last); wait > 0 {
+				if gapC == nil {
+					gap = time.NewTimer(wait)
+					gapC = gap.C
+				}
+				continue
+			}
+			publish()
+		case <-gapC:
+			gapC = nil
+			publish()
+		case <-refresh:
+			if len(srv.Info().Sessions) > 0 {
+				publish()
+			}
+		}
+	}
+}
