@@ -2,7 +2,6 @@ package node
 
 import (
 	"context"
-	"errors"
 	"sync"
 	"time"
 
@@ -23,8 +22,23 @@ type announcer struct {
 	mu sync.Mutex
 	// Guarded by mu (Publish is called with it held, so entries are
 	// published in the order their phases happen).
-	curLocked   *server.Server
+	curLocked   hosted
 	phaseLocked movePhase
+}
+
+// hosted is a span server and the websocket listener that advertises it
+// (nil without websocket).
+type hosted struct {
+	srv *server.Server
+	ws  *websocket
+}
+
+// url is the websocket URL advertised; empty without websocket.
+func (h hosted) url() string {
+	if h.ws == nil {
+		return ""
+	}
+	return h.ws.url
 }
 
 // movePhase is what a server's entry shows of a span move (see
@@ -37,12 +51,12 @@ type movePhase struct {
 	movingTo, draining swarm.Span
 }
 
-func newAnnouncer(j *joiner, srv *server.Server) *announcer {
-	return &announcer{j: j, swapped: make(chan struct{}, 1), curLocked: srv}
+func newAnnouncer(j *joiner, h hosted) *announcer {
+	return &announcer{j: j, swapped: make(chan struct{}, 1), curLocked: h}
 }
 
-// current returns the server new sessions reach.
-func (a *announcer) current() *server.Server {
+// current returns the server new sessions reach and its websocket.
+func (a *announcer) current() hosted {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	return a.curLocked
@@ -54,13 +68,13 @@ func (a *announcer) current() *server.Server {
 // change as relay reservations come and go), provider, t*_j and the move
 // phase.
 func (a *announcer) infoLocked() swarm.ServerInfo {
-	in := a.curLocked.Info().ServerInfo
+	in := a.curLocked.srv.Info().ServerInfo
 	in.ID = ""
 	in.Provider = a.j.cfg.Provider
 	in.ClientRTT = a.j.base.ClientRTT
 	in.Endpoints = nil
-	if a.j.url != "" {
-		in.Endpoints = append(in.Endpoints, a.j.url)
+	if u := a.curLocked.url(); u != "" {
+		in.Endpoints = append(in.Endpoints, u)
 	}
 	in.Endpoints = append(in.Endpoints, a.j.addrs()...)
 	in.MovingTo, in.Draining = a.phaseLocked.movingTo, a.phaseLocked.draining
@@ -88,13 +102,13 @@ func (a *announcer) publishLocked() error {
 	return a.j.reg.Publish(info, state)
 }
 
-// announce sets the move phase, and the current server when srv is not
-// nil, and publishes the entry.
-func (a *announcer) announce(srv *server.Server, p movePhase) error {
+// announce sets the move phase, and the current server when next.srv is
+// not nil, and publishes the entry.
+func (a *announcer) announce(next hosted, p movePhase) error {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if srv != nil && srv != a.curLocked {
-		a.curLocked = srv
+	if next.srv != nil && next != a.curLocked {
+		a.curLocked = next
 		select {
 		case a.swapped <- struct{}{}:
 		default: // a swap is pending
@@ -105,10 +119,10 @@ func (a *announcer) announce(srv *server.Server, p movePhase) error {
 }
 
 // run announces the load on change (coalesced within loadPublishGap) and
-// every LoadRefresh while sessions are open, until ctx ends (nil), the
-// websocket stops serving on its own (served closed: an error saying so),
-// or a move fails leaving the server without a span (its error on fatal).
-func (a *announcer) run(ctx context.Context, served <-chan struct{}, fatal <-chan error) error {
+// every LoadRefresh while sessions are open, until ctx ends (nil), or a
+// websocket stops serving on its own or a move fails leaving the server
+// without a span (the error on fatal).
+func (a *announcer) run(ctx context.Context, fatal <-chan error) error {
 	var refresh <-chan time.Time
 	if a.j.cfg.LoadRefresh > 0 {
 		t := time.NewTicker(a.j.cfg.LoadRefresh)
@@ -130,15 +144,10 @@ func (a *announcer) run(ctx context.Context, served <-chan struct{}, fatal <-cha
 		}
 	}
 	for {
-		srv := a.current()
+		srv := a.current().srv
 		select {
 		case <-ctx.Done():
 			return nil
-		case <-served:
-			if ctx.Err() != nil {
-				return nil
-			}
-			return errors.New("node: the server stopped serving")
 		case err := <-fatal:
 			return err
 		case <-a.swapped:

@@ -22,23 +22,26 @@ type Mover interface {
 	// (estimated per block from the old engine's) — the move is
 	// make-before-break: it announces SERVING with MovingTo, loads target
 	// in a second server beside the first (its admission reserving the
-	// old span's memory), switches the websocket and libp2p stream
-	// handlers to it and announces SERVING target with Draining (new
-	// sessions route to target from then on), then drains the old server
-	// (sessions open there run until they end or Server.DrainTimeout,
-	// then fail over with replay) and closes it. If ctx ends before the
+	// old span's memory) with its own websocket listener on the same host
+	// (any port; a client whose session fails over leaves out the URL
+	// that failed, so the new span needs another one), switches the
+	// libp2p stream handlers and both listeners to it and announces
+	// SERVING target with Draining and the new URL (new sessions route to
+	// target from then on), then drains the old server (sessions open
+	// there run until they end or Server.DrainTimeout, then fail over
+	// with replay), closes it and its listener. If ctx ends before the
 	// switch, the move is rolled back (the old span stays SERVING); after
 	// it, ctx only cuts the drain short.
 	//
 	// Otherwise it drains first: it announces JOIN target with Draining,
 	// drains and closes the old server (ctx cuts the drain short), loads
-	// target and announces SERVING. If loading fails then, the server has
-	// no span: RunServer announces DOWN and returns the error.
+	// target behind the same listener and announces SERVING. If loading
+	// fails then, the server has no span: RunServer announces DOWN and
+	// returns the error.
 	//
 	// Errors wrap ErrMove (a bad target, a move already running, the
 	// server stopped, or the failure; with ctx.Err() when ctx ended it).
-	// Moving to the span
-	// already served does nothing.
+	// Moving to the span already served does nothing.
 	Move(ctx context.Context, target swarm.Span) error
 }
 
@@ -123,7 +126,7 @@ func (m *mover) Move(ctx context.Context, target swarm.Span) error {
 		m.moves.Done()
 	}()
 	old := m.a.current()
-	from := old.Info().Span
+	from := old.srv.Info().Span
 	if from == target {
 		return nil
 	}
@@ -180,118 +183,129 @@ func (m *mover) targetConfig(old *server.Server, target swarm.Span) server.Confi
 
 // makeBeforeBreak moves with both spans loaded, or returns errNoRoom
 // having changed nothing.
-func (m *mover) makeBeforeBreak(ctx context.Context, old *server.Server, ev MoveEvent) error {
-	adm := old.Info().Admission
+func (m *mover) makeBeforeBreak(ctx context.Context, old hosted, ev MoveEvent) error {
+	adm := old.srv.Info().Admission
 	oldWeights := adm.WeightBytes
 	// s_m of the loaded engine (its dtype), rounded up.
 	perBlock := (oldWeights + int64(ev.From.Len()) - 1) / int64(ev.From.Len())
 	newWeights := perBlock * int64(ev.To.Len())
 	// The old server admits nothing into the room of the new weights:
 	// old weights + old caches + new weights <= M.
-	if err := old.ReserveMemory(newWeights); err != nil {
+	if err := old.srv.ReserveMemory(newWeights); err != nil {
 		return fmt.Errorf("%w: %w", errNoRoom, err)
 	}
+	next := hosted{}
 	rollback := func(cause error) error {
-		err := errors.Join(old.ReserveMemory(0), m.a.announce(nil, movePhase{}))
+		err := errors.Join(old.srv.ReserveMemory(0), m.a.announce(hosted{}, movePhase{}), next.ws.stop())
+		if next.srv != nil {
+			err = errors.Join(err, next.srv.Close())
+		}
 		if err != nil {
 			return errors.Join(cause, fmt.Errorf("roll back: %w", err))
 		}
 		return cause
 	}
-	if err := m.a.announce(nil, movePhase{movingTo: ev.To}); err != nil {
+	if err := m.a.announce(hosted{}, movePhase{movingTo: ev.To}); err != nil {
 		return rollback(err)
 	}
 	ev.Step = MoveStarted
 	m.report(ev)
-	srv, err := m.j.load(ctx, m.targetConfig(old, ev.To))
+	if old.ws != nil {
+		// The new span gets its own URL: sessions failing over from the
+		// old one leave the old URL out.
+		ws, err := listenWebsocket(old.ws.moveAddr(), m.f, m.j.log, m.fatal)
+		if err != nil {
+			return rollback(err)
+		}
+		next.ws = ws
+	}
+	srv, err := m.j.load(ctx, m.targetConfig(old.srv, ev.To), next.url())
 	if err != nil {
 		return rollback(err)
 	}
+	next.srv = srv
 	// Until the old server is closed, the new one admits only into what
 	// the old one cannot hold. While the old one still admits, it may
 	// hold up to M - new weights: reserve all of that (the new server
 	// admits nothing); after the switch, only the old weights and the
 	// caches its sessions still hold.
 	if err := srv.ReserveMemory(adm.MemoryBytes - newWeights); err != nil {
-		srv.Close()
 		return rollback(err)
 	}
 	if err := ctx.Err(); err != nil {
-		srv.Close()
 		return rollback(err)
 	}
-	// Switch: connections and streams from now on reach the new server;
-	// those open stay with the old one, which stops admitting.
+	// Switch: connections and streams from now on reach the new server
+	// (on either URL); those open stay with the old one, which stops
+	// admitting.
 	m.f.set(srv)
 	drained := make(chan struct{})
 	go func() {
 		defer close(drained)
-		old.Shutdown(ctx) // ctx ending cuts the drain short
+		old.srv.Shutdown(ctx) // ctx ending cuts the drain short
 	}()
-	<-old.Draining()
+	<-old.srv.Draining()
 	// The new server may use what the old one no longer holds: all but
 	// its weights and the caches of its open sessions.
 	lower := func() {
-		held := old.Info().Admission.CacheBytesUsed
+		held := old.srv.Info().Admission.CacheBytesUsed
 		if err := srv.ReserveMemory(oldWeights + held); err != nil {
 			m.j.log.Warn("moving span: lowering the reservation failed", "err", err)
 		}
 	}
 	lower()
-	if err := m.a.announce(srv, movePhase{draining: ev.From}); err != nil {
+	if err := m.a.announce(next, movePhase{draining: ev.From}); err != nil {
 		m.j.log.Warn("announcing the moved span failed", "err", err)
 	}
 	ev.Step = MoveSwitched
 	m.report(ev)
-	m.j.log.Info("moved span: serving the new one, draining the old one", "from", ev.From.String(), "to", ev.To.String())
+	m.j.log.Info("moved span: serving the new one, draining the old one", "from", ev.From.String(), "to", ev.To.String(), "url", next.url())
 	for done := false; !done; {
 		select {
-		case <-old.LoadChanged():
+		case <-old.srv.LoadChanged():
 			lower()
 		case <-drained:
 			done = true
 		}
 	}
-	err = old.Close()
-	if rerr := srv.ReserveMemory(0); rerr != nil {
-		err = errors.Join(err, rerr)
-	}
-	if aerr := m.a.announce(nil, movePhase{}); aerr != nil {
-		err = errors.Join(err, aerr)
-	}
+	err = errors.Join(old.ws.stop(), old.srv.Close(), srv.ReserveMemory(0), m.a.announce(hosted{}, movePhase{}))
 	if err != nil {
 		m.j.log.Warn("moving span: closing the old span", "err", err)
 	}
 	return nil
 }
 
-// drainFirst moves with one span loaded at a time.
-func (m *mover) drainFirst(ctx context.Context, old *server.Server, ev MoveEvent) error {
-	if err := m.a.announce(nil, movePhase{join: true, span: ev.To, draining: ev.From}); err != nil {
+// drainFirst moves with one span loaded at a time, on the same websocket
+// listener.
+func (m *mover) drainFirst(ctx context.Context, old hosted, ev MoveEvent) error {
+	if err := m.a.announce(hosted{}, movePhase{join: true, span: ev.To, draining: ev.From}); err != nil {
 		return err
 	}
 	ev.Step = MoveStarted
 	m.report(ev)
-	old.Shutdown(ctx) // sessions end, the drain timeout passes, or ctx ends
-	cfg := m.targetConfig(old, ev.To)
-	if err := old.Close(); err != nil {
+	old.srv.Shutdown(ctx) // sessions end, the drain timeout passes, or ctx ends
+	cfg := m.targetConfig(old.srv, ev.To)
+	if err := old.srv.Close(); err != nil {
 		m.j.log.Warn("moving span: closing the old span", "err", err)
 	}
-	if err := m.a.announce(nil, movePhase{join: true, span: ev.To}); err != nil {
+	if err := m.a.announce(hosted{}, movePhase{join: true, span: ev.To}); err != nil {
 		m.j.log.Warn("announcing JOIN for the moved span failed", "err", err)
 	}
-	srv, err := m.j.load(m.runCtx, cfg)
+	srv, err := m.j.load(m.runCtx, cfg, old.url())
 	if err != nil {
 		if m.runCtx.Err() == nil {
 			m.mu.Lock()
 			m.closedLocked = true // nothing left to move
 			m.mu.Unlock()
-			m.fatal <- fmt.Errorf("%w: %s to %s: the old span is closed and the new one failed to load: %w", ErrMove, ev.From, ev.To, err)
+			select {
+			case m.fatal <- fmt.Errorf("%w: %s to %s: the old span is closed and the new one failed to load: %w", ErrMove, ev.From, ev.To, err):
+			default: // serving stops anyway
+			}
 		}
 		return err
 	}
 	m.f.set(srv)
-	if err := m.a.announce(srv, movePhase{}); err != nil {
+	if err := m.a.announce(hosted{srv: srv, ws: old.ws}, movePhase{}); err != nil {
 		m.j.log.Warn("announcing the moved span failed", "err", err)
 	}
 	ev.Step = MoveSwitched

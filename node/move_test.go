@@ -1,6 +1,7 @@
 package node
 
 import (
+	"cmp"
 	"context"
 	"sync"
 	"testing"
@@ -38,9 +39,11 @@ func moveRegistry() registry.Config {
 	return rc
 }
 
-// startMoveFleet starts the fleet; A has memory bytes of M_j. hook, if
-// not nil, is called with each move event before it is queued on moves.
-func startMoveFleet(t *testing.T, memory int64, hook func(MoveEvent)) *moveFleet {
+// startMoveFleet starts the fleet; A has memory bytes of M_j and drains
+// for at most drain (0: long enough for a whole story, so that an open
+// session ends on its own). hook, if not nil, is called with each move
+// event before it is queued on moves.
+func startMoveFleet(t *testing.T, memory int64, drain time.Duration, hook func(MoveEvent)) *moveFleet {
 	t.Helper()
 	cache := t.TempDir()
 	boot := joinMemberWith(t, registrytest.P2PConfig(nil), moveRegistry())
@@ -53,8 +56,7 @@ func startMoveFleet(t *testing.T, memory int64, hook func(MoveEvent)) *moveFleet
 	}
 	cfg := serverConfig(t, cache, boot)
 	cfg.Auto, cfg.Server.Blocks, cfg.Server.Listen, cfg.Server.MemoryBytes = false, span(0, 3), "127.0.0.1:0", memory
-	// Long enough for a whole story: the open session ends on its own.
-	cfg.Server.DrainTimeout = p2pTimeout
+	cfg.Server.DrainTimeout = cmp.Or(drain, p2pTimeout)
 	cfg.OnMove = func(ev MoveEvent) {
 		if hook != nil {
 			hook(ev)
@@ -195,14 +197,15 @@ func sampleCoverage(t *testing.T, reg *registry.Registry) func() (samples int, g
 
 // TestMove_MakeBeforeBreak moves A from 0:3 to 2:5 while a session is
 // open on it, with memory M_j = memoryFor(6) for both spans: A announces
-// SERVING 0:3 moving to 2:5, then SERVING 2:5 draining 0:3, then SERVING
-// 2:5. The open session finishes llama2.c's reference story on the old
-// span with no failover; a session opened during the move routes block 2
-// to A's new span and gives the reference story too; the move is done
+// SERVING 0:3 moving to 2:5, then SERVING 2:5 draining 0:3 at a new
+// websocket URL, then SERVING 2:5. The open session finishes llama2.c's
+// reference story on the old span with no failover (its old URL stays
+// healthy); a session opened during the move routes block 2 to A's new
+// span and gives the reference story too; the move is done
 // only once the old session closed; and the client's registry never shows
 // a block uncovered.
 func TestMove_MakeBeforeBreak(t *testing.T) {
-	f := startMoveFleet(t, memoryFor(6), nil)
+	f := startMoveFleet(t, memoryFor(6), 0, nil)
 	phases := recordPhases(t, f.a.reg, f.a.reg.ID())
 	coverage := sampleCoverage(t, f.client.Registry)
 	ctx, cancel := context.WithTimeout(t.Context(), 2*p2pTimeout)
@@ -211,14 +214,16 @@ func TestMove_MakeBeforeBreak(t *testing.T) {
 	moved := make(chan error, 1)
 	var oldSess *client.Session
 	var newStats client.Stats
+	var newURL string // the new span's websocket
 	text := generate(t, ctx, f.cl, 200, func(s *client.Session) {
 		oldSess = s
 		go func() { moved <- f.served.Mover.Move(ctx, span(2, 5)) }()
 		require.Equal(t, MoveEvent{Step: MoveStarted, From: span(0, 3), To: span(2, 5)}, f.nextMove(t))
 		require.Equal(t, MoveEvent{Step: MoveSwitched, From: span(0, 3), To: span(2, 5)}, f.nextMove(t))
-		waitEntry(t, f.client.Registry, f.a.reg.ID(), "SERVING 2:5 in the client's registry", func(e registry.Entry) bool {
+		e := waitEntry(t, f.client.Registry, f.a.reg.ID(), "SERVING 2:5 in the client's registry", func(e registry.Entry) bool {
 			return e.State == swarm.StateServing && e.Info.Span == span(2, 5)
 		})
+		newURL = e.Info.Endpoints[0]
 		// A new session, while the first is open on the old span.
 		text := generate(t, ctx, f.cl, 200, func(s *client.Session) { newStats = s.Stats() })
 		require.Equal(t, referenceText(t), text, "a session opened during the move")
@@ -236,7 +241,8 @@ func TestMove_MakeBeforeBreak(t *testing.T) {
 	require.Empty(t, oldStats.Replaced, "no failover: the old span served the session to its end")
 	old := hopAt(t, oldStats.Hops, f.served.URL)
 	require.True(t, span(0, 3).ContainsSpan(old.Span) && old.Span.Contains(2), "old session on A: %s", old.Span)
-	nw := hopAt(t, newStats.Hops, f.served.URL)
+	require.NotEqual(t, f.served.URL, newURL, "the new span has a websocket of its own")
+	nw := hopAt(t, newStats.Hops, newURL)
 	require.True(t, span(2, 5).ContainsSpan(nw.Span) && nw.Span.Contains(2), "new session on A: %s", nw.Span)
 
 	e := waitEntry(t, f.client.Registry, f.a.reg.ID(), "the move done", func(e registry.Entry) bool {
@@ -244,6 +250,7 @@ func TestMove_MakeBeforeBreak(t *testing.T) {
 	})
 	require.Equal(t, span(2, 5), e.Info.Span)
 	require.Empty(t, e.Info.MovingTo)
+	require.Equal(t, newURL, e.Info.Endpoints[0])
 	require.Equal(t, memoryFor(6)-3*181760, e.Info.CacheBytesFree, "M - 3 blocks of weights: nothing reserved any more")
 
 	samples, gaps := coverage()
@@ -265,7 +272,7 @@ func TestMove_MakeBeforeBreak(t *testing.T) {
 // and announces SERVING; a new session routes block 2 to it. A second
 // move asked during the first is refused.
 func TestMove_DrainFirst(t *testing.T) {
-	f := startMoveFleet(t, memoryFor(3), nil)
+	f := startMoveFleet(t, memoryFor(3), 0, nil)
 	phases := recordPhases(t, f.a.reg, f.a.reg.ID())
 	ctx, cancel := context.WithTimeout(t.Context(), 2*p2pTimeout)
 	defer cancel()
@@ -294,9 +301,10 @@ func TestMove_DrainFirst(t *testing.T) {
 	require.Equal(t, MoveEvent{Step: MoveSwitched, From: span(0, 3), To: span(2, 5), DrainFirst: true}, f.nextMove(t))
 	require.Equal(t, MoveEvent{Step: MoveDone, From: span(0, 3), To: span(2, 5), DrainFirst: true}, f.nextMove(t))
 
-	waitEntry(t, f.client.Registry, f.a.reg.ID(), "SERVING 2:5", func(e registry.Entry) bool {
+	e := waitEntry(t, f.client.Registry, f.a.reg.ID(), "SERVING 2:5", func(e registry.Entry) bool {
 		return e.State == swarm.StateServing && e.Info.Span == span(2, 5)
 	})
+	require.Equal(t, f.served.URL, e.Info.Endpoints[0], "drained first: the same listener")
 	var chain []client.HopStats
 	text = generate(t, ctx, f.cl, 200, func(s *client.Session) { chain = s.Chain() })
 	require.Equal(t, referenceText(t), text, "a session after the move")
@@ -319,7 +327,7 @@ func TestMove_DrainFirst(t *testing.T) {
 // no memory reserved, and sessions still route block 2 to it.
 func TestMove_RollbackWhenCancelled(t *testing.T) {
 	mctx, cancelMove := context.WithCancel(t.Context())
-	f := startMoveFleet(t, memoryFor(6), func(ev MoveEvent) {
+	f := startMoveFleet(t, memoryFor(6), 0, func(ev MoveEvent) {
 		if ev.Step == MoveStarted {
 			cancelMove()
 		}
@@ -348,4 +356,37 @@ func TestMove_RollbackWhenCancelled(t *testing.T) {
 		{swarm.StateServing, span(0, 3), span(2, 5), swarm.Span{}},
 		{swarm.StateServing, span(0, 3), swarm.Span{}, swarm.Span{}},
 	}, phases())
+}
+
+// TestMove_DrainTimeoutFailsOver moves A make-before-break while a
+// session is open on its old span and idle past the drain timeout of
+// 100 ms: the move ends with the old span closed, and the session's next
+// step fails over with replay (as on any shutdown) to the only server of
+// block 2, A's new span at its new websocket URL (the client leaves out
+// the URL that failed), and still gives the reference story.
+func TestMove_DrainTimeoutFailsOver(t *testing.T) {
+	f := startMoveFleet(t, memoryFor(6), 100*time.Millisecond, nil)
+	ctx, cancel := context.WithTimeout(t.Context(), 2*p2pTimeout)
+	defer cancel()
+	var sess *client.Session
+	text := generate(t, ctx, f.cl, 200, func(s *client.Session) {
+		sess = s
+		require.NoError(t, f.served.Mover.Move(ctx, span(2, 5)), "returns once the drain timed out")
+		for _, step := range []MoveStep{MoveStarted, MoveSwitched, MoveDone} {
+			require.Equal(t, step, f.nextMove(t).Step)
+		}
+	})
+	require.Equal(t, referenceText(t), text)
+	st := sess.Stats()
+	require.Len(t, st.Replaced, 1)
+	old := st.Replaced[0]
+	require.Equal(t, f.served.URL, old.Server)
+	require.True(t, span(0, 3).ContainsSpan(old.Span) && old.Span.Contains(2), "old hop on A: %s", old.Span)
+	e, ok := f.a.reg.Get(f.a.reg.ID())
+	require.True(t, ok)
+	require.Equal(t, span(2, 5), e.Info.Span)
+	nw := hopAt(t, st.Hops, e.Info.Endpoints[0])
+	require.NotEqual(t, f.served.URL, nw.Server)
+	require.True(t, span(2, 5).ContainsSpan(nw.Span) && nw.Span.Contains(2), "replacement on A's new span: %s", nw.Span)
+	require.Positive(t, nw.Replayed, "the positions before the failover were replayed")
 }

@@ -5,13 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
-	"net/http"
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/peer"
 
-	"github.com/swarmllm/swarm/api"
 	"github.com/swarmllm/swarm/blocks"
 	"github.com/swarmllm/swarm/registry"
 	"github.com/swarmllm/swarm/server"
@@ -97,7 +94,9 @@ type Serving struct {
 	ID string
 	// Span is the blocks it hosts.
 	Span swarm.Span
-	// URL is its websocket inference URL; empty without websocket.
+	// URL is its websocket inference URL; empty without websocket. A
+	// make-before-break move gives the new span a URL of its own (the
+	// registry entry advertises the current one).
 	URL string
 	// Addrs are its libp2p multiaddrs, each ending in /p2p/ID.
 	Addrs []string
@@ -126,7 +125,8 @@ type Serving struct {
 //     and every LoadRefresh while sessions are open;
 //  5. when Serving.Mover asks, it moves to another span while serving
 //     (see Mover: make-before-break when memory allows, else drain
-//     first; the websocket URL and peer id stay the same);
+//     first; the peer id stays, a make-before-break move gives the new
+//     span a websocket URL of its own);
 //  6. when ctx ends it announces LEFT, drains its sessions
 //     (Server.DrainTimeout) and returns nil; when loading or serving fails
 //     (or a drain-first move cannot load its new span) it announces DOWN
@@ -178,7 +178,6 @@ type joiner struct {
 	// announcer's latest entry (written under its lock).
 	base swarm.ServerInfo
 	span swarm.Span // the span it joined with
-	url  string     // its websocket URL; empty without websocket
 }
 
 // joinFixed announces JOIN with the configured span.
@@ -306,63 +305,51 @@ func (j *joiner) addrs() []string {
 // serve loads the span, serves it and announces SERVING and the load until
 // ctx ends, moving the span when the Mover asks.
 func (j *joiner) serve(ctx context.Context, ready func(Serving) error) error {
-	var ln net.Listener
-	if j.cfg.Server.Listen != "" {
-		var err error
-		if ln, err = net.Listen("tcp", j.cfg.Server.Listen); err != nil {
-			return j.down(fmt.Errorf("node: listen on %s: %w", j.cfg.Server.Listen, err))
-		}
-		defer ln.Close()
-		j.url = "ws://" + ln.Addr().String() + api.InferencePath
-	}
+	// fatal receives why serving must stop: a websocket listener failed,
+	// or a move left the server without a span.
+	fatal := make(chan error, 1)
 	scfg := j.cfg.Server
 	scfg.Blocks = j.span
-	srv, err := j.load(ctx, scfg)
+	f := newFront()
+	h := hosted{}
+	if scfg.Listen != "" {
+		ws, err := listenWebsocket(scfg.Listen, f, j.log, fatal)
+		if err != nil {
+			return j.down(err)
+		}
+		h.ws = ws
+	}
+	srv, err := j.load(ctx, scfg, h.url())
 	if err != nil {
+		err = errors.Join(err, h.ws.stop())
 		if ctx.Err() != nil {
 			return j.leave()
 		}
 		return j.down(err)
 	}
-	f := newFront(srv)
+	h.srv = srv
+	f.set(srv)
 	info := srv.Info()
 	stopStreams := ServeStreams(j.n.Host(), f, wire.MaxStepPayload(info.MaxLength, srv.ModelInfo().DModel))
 	defer stopStreams()
 	tau, tauI := srv.Tau()
 	j.base.Tau, j.base.TauI = tau, tauI
-	a := newAnnouncer(j, srv)
+	a := newAnnouncer(j, h)
 	if err := a.publish(); err != nil {
-		srv.Close()
-		return j.down(err)
+		return j.down(errors.Join(err, h.ws.stop(), srv.Close()))
 	}
-	j.log.Info("announced SERVING", "span", j.span.String(), "url", j.url, "id", j.reg.ID())
+	j.log.Info("announced SERVING", "span", j.span.String(), "url", h.url(), "id", j.reg.ID())
 
-	// served is closed when the websocket listener stops; serveErr is
-	// then its error.
-	served := make(chan struct{})
-	var serveErr error
-	var hs *http.Server
-	if ln != nil {
-		hs = &http.Server{
-			Handler:           f,
-			ReadHeaderTimeout: 30 * time.Second,
-			ErrorLog:          slog.NewLogLogger(j.log.Handler(), slog.LevelDebug),
-		}
-		go func() {
-			defer close(served)
-			serveErr = hs.Serve(ln)
-		}()
-	}
 	// A move in flight ends with rctx: when ctx ends or serving fails.
 	rctx, cancelMoves := context.WithCancel(ctx)
 	defer cancelMoves()
-	mv := &mover{j: j, a: a, f: f, runCtx: rctx, fatal: make(chan error, 1)}
+	mv := &mover{j: j, a: a, f: f, runCtx: rctx, fatal: fatal}
 	err = nil
 	if ready != nil {
-		err = ready(Serving{ID: j.reg.ID(), Span: j.span, URL: j.url, Addrs: j.addrs(), Mover: mv})
+		err = ready(Serving{ID: j.reg.ID(), Span: j.span, URL: h.url(), Addrs: j.addrs(), Mover: mv})
 	}
 	if err == nil {
-		err = a.run(ctx, served, mv.fatal)
+		err = a.run(ctx, fatal)
 	}
 	cancelMoves()
 	mv.close() // waits for a move in flight to end
@@ -370,29 +357,21 @@ func (j *joiner) serve(ctx context.Context, ready func(Serving) error) error {
 		j.leave() // before the sessions drain: no new session is routed here
 	}
 	cur := a.current()
-	cur.Shutdown(context.Background())
-	if hs != nil {
-		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		if hs.Shutdown(sctx) != nil {
-			hs.Close()
-		}
-		cancel()
-		<-served
-		if !errors.Is(serveErr, http.ErrServerClosed) {
-			err = errors.Join(err, fmt.Errorf("node: serve %s: %w", ln.Addr(), serveErr))
-		}
-	}
-	cur.Close()
+	cur.srv.Shutdown(context.Background())
+	closeErr := errors.Join(cur.ws.stop(), cur.srv.Close())
 	if err != nil {
-		return j.down(err)
+		return j.down(errors.Join(err, closeErr))
+	}
+	if closeErr != nil { // after LEFT: nothing more to announce
+		j.log.Warn("closing the server", "err", closeErr)
 	}
 	return nil
 }
 
 // load loads and measures the span server of cfg (server.New), ready to
-// answer info challenges with the node's key and advertising the
-// websocket URL and the node's libp2p addresses.
-func (j *joiner) load(ctx context.Context, cfg server.Config) (*server.Server, error) {
+// answer info challenges with the node's key and advertising its
+// websocket URL (if not empty) and the node's libp2p addresses.
+func (j *joiner) load(ctx context.Context, cfg server.Config, url string) (*server.Server, error) {
 	srv, err := server.New(ctx, cfg, j.log)
 	if err != nil {
 		return nil, err
@@ -400,8 +379,8 @@ func (j *joiner) load(ctx context.Context, cfg server.Config) (*server.Server, e
 	if key := j.n.PrivateKey(); key != nil {
 		srv.SetInfoSigner(server.InfoSigner{Peer: j.n.ID().String(), Sign: key.Sign})
 	}
-	if j.url != "" {
-		srv.AddEndpoints(j.url)
+	if url != "" {
+		srv.AddEndpoints(url)
 	}
 	srv.AddEndpoints(j.addrs()...)
 	return srv, nil
