@@ -269,11 +269,13 @@ func TestMove_MakeBeforeBreak(t *testing.T) {
 // 2:5 draining 0:3 (the client's registry shows block 2 uncovered: no new
 // session is routed to the old span), the session open on it finishes the
 // reference story there (the client keeps it: Health), then A loads 2:5
-// and announces SERVING; a new session routes block 2 to it. A second
-// move asked during the first is refused.
+// and announces SERVING; a new session routes block 2 to it. The coverage
+// sampler of TestMove_MakeBeforeBreak sees block 2 uncovered here. A
+// second move asked during the first is refused.
 func TestMove_DrainFirst(t *testing.T) {
 	f := startMoveFleet(t, memoryFor(3), 0, nil)
 	phases := recordPhases(t, f.a.reg, f.a.reg.ID())
+	coverage := sampleCoverage(t, f.client.Registry)
 	ctx, cancel := context.WithTimeout(t.Context(), 2*p2pTimeout)
 	defer cancel()
 
@@ -310,6 +312,8 @@ func TestMove_DrainFirst(t *testing.T) {
 	require.Equal(t, referenceText(t), text, "a session after the move")
 	nw := hopAt(t, chain, f.served.URL)
 	require.True(t, span(2, 5).ContainsSpan(nw.Span) && nw.Span.Contains(2), "new session on A: %s", nw.Span)
+	_, gaps := coverage()
+	require.Contains(t, gaps, []swarm.Span{span(2, 3)}, "the sampler sees the gap of a drain-first move")
 	require.ErrorIs(t, f.served.Mover.Move(ctx, span(3, 9)), ErrMove, "past the model's 5 blocks")
 	require.NoError(t, f.served.Mover.Move(ctx, span(2, 5)), "already there")
 	require.Empty(t, f.moves, "refused and empty moves report nothing")
