@@ -77,7 +77,14 @@ type Admission struct {
 	WeightBytes int64 `json:"weight_bytes"`
 	// CacheBytesUsed is the attention-cache bytes held by open sessions.
 	CacheBytesUsed int64 `json:"cache_bytes_used"`
-	// CacheBytesFree is M_j - s_m*m_j - CacheBytesUsed.
+	// CacheBytesReserved is attention-cache memory set aside for
+	// something other than this server's sessions: during a live span move
+	// (node.RunServer), the weights and caches of the other span loaded in
+	// the same memory M_j. 0 when nothing is reserved.
+	CacheBytesReserved int64 `json:"cache_bytes_reserved,omitempty"`
+	// CacheBytesFree is M_j - s_m*m_j - CacheBytesUsed -
+	// CacheBytesReserved (negative while a reservation overlaps sessions
+	// admitted before it).
 	CacheBytesFree int64 `json:"cache_bytes_free"`
 	// MaxSessions is the cap on open sessions, 0 for none.
 	MaxSessions int `json:"max_sessions"`

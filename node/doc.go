@@ -22,7 +22,12 @@
 // with a tentative span, settles, loads the final span, serves it over the
 // websocket and the libp2p streams (ServeStreams), announces SERVING and
 // its load as sessions open and close, DOWN on failure and LEFT on
-// shutdown.
+// shutdown. Its Mover moves it live to another span (replanning):
+// make-before-break when its memory holds both spans (the new span is
+// announced SERVING before the old one stops, the old one drains the
+// sessions open on it), else drain first; ServerInfo.MovingTo and
+// Draining show the move in the registry, and Candidates keep routing by
+// Span and state alone.
 //
 // This package must never import cmd/ or sim/; placement and routing stay
 // pure and are called with values built here.

@@ -19,4 +19,7 @@ var (
 	// that the registry entry advertising it is its own (the info
 	// challenge, api.InfoChallengeParam).
 	ErrUnverified = errors.New("node: endpoint not verified")
+	// ErrMove is returned by Mover.Move when a span move is refused or
+	// fails.
+	ErrMove = errors.New("node: span move failed")
 )

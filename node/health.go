@@ -5,6 +5,8 @@ import (
 
 	"github.com/swarmllm/swarm/api"
 	"github.com/swarmllm/swarm/client"
+	"github.com/swarmllm/swarm/registry"
+	"github.com/swarmllm/swarm/swarm"
 )
 
 var _ client.HealthSource = (*Candidates)(nil)
@@ -14,8 +16,9 @@ var _ client.HealthSource = (*Candidates)(nil)
 func (c *Candidates) Changed() <-chan struct{} { return c.reg.Changed() }
 
 // Health implements client.HealthSource: nil while the server at ep is
-// routable in the registry (SERVING, not SUSPECTED by this replica), else
-// its state. A server the registry never listed (one given to the client
+// routable in the registry (SERVING, not SUSPECTED by this replica) or is
+// draining the sessions open on it before a span move (JOIN with
+// Draining), else its state. A server the registry never listed (one given to the client
 // directly) is healthy as far as the registry knows.
 func (c *Candidates) Health(ep api.Endpoint) error {
 	id, ok := ep.Peer()
@@ -30,10 +33,17 @@ func (c *Candidates) Health(ep api.Endpoint) error {
 	if !ok {
 		return fmt.Errorf("node %s is no longer in the registry", id)
 	}
-	if !e.Routable() {
+	if !e.Routable() && !drainingForMove(e) {
 		return fmt.Errorf("the registry shows node %s %s", id, e.State)
 	}
 	return nil
+}
+
+// drainingForMove reports whether e is a server draining its old span
+// before it loads a new one (JOIN with Draining, see swarm.ServerInfo):
+// it takes no new session, but the sessions open on it keep running.
+func drainingForMove(e registry.Entry) bool {
+	return e.State == swarm.StateJoin && !e.Info.Draining.Empty()
 }
 
 // advertiser finds the node whose registry entry advertises the websocket

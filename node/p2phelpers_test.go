@@ -38,9 +38,15 @@ type member struct {
 
 func joinMember(t testing.TB, cfg p2p.Config, opts ...p2p.Option) *member {
 	t.Helper()
+	return joinMemberWith(t, cfg, registrytest.LoopbackConfig(), opts...)
+}
+
+// joinMemberWith is joinMember with the registry configuration rc.
+func joinMemberWith(t testing.TB, cfg p2p.Config, rc registry.Config, opts ...p2p.Option) *member {
+	t.Helper()
 	n, err := p2p.New(cfg, append(p2pOptions(), opts...)...)
 	require.NoError(t, err)
-	reg, err := registry.Join(n, registrytest.LoopbackConfig())
+	reg, err := registry.Join(n, rc)
 	require.NoError(t, err)
 	t.Cleanup(func() {
 		require.NoError(t, reg.Close())

@@ -5,12 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/peer"
 
-	"github.com/swarmllm/swarm/api"
 	"github.com/swarmllm/swarm/blocks"
 	"github.com/swarmllm/swarm/registry"
 	"github.com/swarmllm/swarm/server"
@@ -62,6 +60,10 @@ type ServerConfig struct {
 	// while sessions are open (their remaining times count down); 0
 	// announces only when a session opens or closes.
 	LoadRefresh time.Duration
+	// OnMove, if not nil, is told the progress of each span move asked
+	// of the Mover (started, switched, done, failed), from the goroutine
+	// that called Move; it must not block.
+	OnMove func(MoveEvent)
 	// Bootstrap are the node's bootstrap peers: the registry is fetched
 	// from them before placement, and they stand in for the client nodes
 	// in the RTT measurement when none is found.
@@ -92,10 +94,16 @@ type Serving struct {
 	ID string
 	// Span is the blocks it hosts.
 	Span swarm.Span
-	// URL is its websocket inference URL; empty without websocket.
+	// URL is its websocket inference URL; empty without websocket. A
+	// make-before-break move gives the new span a URL of its own (the
+	// registry entry advertises the current one).
 	URL string
 	// Addrs are its libp2p multiaddrs, each ending in /p2p/ID.
 	Addrs []string
+	// Mover moves the running server to another span (make-before-break
+	// when its memory holds both spans, else drain first); valid until
+	// RunServer returns. ServerConfig.OnMove reports its progress.
+	Mover Mover
 }
 
 // RunServer runs one server of the swarm on node n and registry replica
@@ -115,12 +123,17 @@ type Serving struct {
 //  4. it announces its load (sessions' remaining times and caches, free
 //     cache bytes) when sessions open and close, at most every 100 ms,
 //     and every LoadRefresh while sessions are open;
-//  5. when ctx ends it announces LEFT, drains its sessions
+//  5. when Serving.Mover asks, it moves to another span while serving
+//     (see Mover: make-before-break when memory allows, else drain
+//     first; the peer id stays, a make-before-break move gives the new
+//     span a websocket URL of its own);
+//  6. when ctx ends it announces LEFT, drains its sessions
 //     (Server.DrainTimeout) and returns nil; when loading or serving fails
-//     it announces DOWN and returns the error.
+//     (or a drain-first move cannot load its new span) it announces DOWN
+//     and returns the error.
 //
-// ready, if not nil, is called once the server serves; an error from it
-// stops the server. log receives progress lines; nil discards them.
+// ready, if not nil, is called once the server serves, with its Mover; an
+// error from it stops the server. log receives progress lines; nil discards them.
 func RunServer(ctx context.Context, n *p2p.Node, reg *registry.Registry, cfg ServerConfig, log *slog.Logger, ready func(Serving) error) error {
 	if err := cfg.Validate(); err != nil {
 		return err
@@ -161,8 +174,10 @@ type joiner struct {
 	log *slog.Logger
 
 	model swarm.ModelInfo
-	base  swarm.ServerInfo // what the server advertises before it serves
-	span  swarm.Span
+	// base is what the server advertises: before it serves, then the
+	// announcer's latest entry (written under its lock).
+	base swarm.ServerInfo
+	span swarm.Span // the span it joined with
 }
 
 // joinFixed announces JOIN with the configured span.
@@ -289,73 +304,87 @@ func (j *joiner) addrs() []string {
 }
 
 // serve loads the span, serves it and announces SERVING and the load until
-// ctx ends.
+// ctx ends, moving the span when the Mover asks.
 func (j *joiner) serve(ctx context.Context, ready func(Serving) error) error {
+	// fatal receives why serving must stop: a websocket listener failed,
+	// or a move left the server without a span.
+	fatal := make(chan error, 1)
 	scfg := j.cfg.Server
 	scfg.Blocks = j.span
-	var ln net.Listener
+	f := newFront()
+	h := hosted{}
 	if scfg.Listen != "" {
-		var err error
-		if ln, err = net.Listen("tcp", scfg.Listen); err != nil {
-			return j.down(fmt.Errorf("node: listen on %s: %w", scfg.Listen, err))
+		ws, err := listenWebsocket(scfg.Listen, f, j.log, fatal)
+		if err != nil {
+			return j.down(err)
 		}
-		defer ln.Close()
+		h.ws = ws
 	}
-	srv, err := server.New(ctx, scfg, j.log)
+	srv, err := j.load(ctx, scfg, h.url())
 	if err != nil {
+		err = errors.Join(err, h.ws.stop())
 		if ctx.Err() != nil {
 			return j.leave()
 		}
 		return j.down(err)
 	}
-	defer srv.Close()
+	h.srv = srv
+	f.set(srv)
+	info := srv.Info()
+	stopStreams := ServeStreams(j.n.Host(), f, wire.MaxStepPayload(info.MaxLength, srv.ModelInfo().DModel))
+	defer stopStreams()
+	tau, tauI := srv.Tau()
+	j.base.Tau, j.base.TauI = tau, tauI
+	a := newAnnouncer(j, h)
+	if err := a.publish(); err != nil {
+		return j.down(errors.Join(err, h.ws.stop(), srv.Close()))
+	}
+	j.log.Info("announced SERVING", "span", j.span.String(), "url", h.url(), "id", j.reg.ID())
+
+	// A move in flight ends with rctx: when ctx ends or serving fails.
+	rctx, cancelMoves := context.WithCancel(ctx)
+	defer cancelMoves()
+	mv := &mover{j: j, a: a, f: f, runCtx: rctx, fatal: fatal}
+	err = nil
+	if ready != nil {
+		err = ready(Serving{ID: j.reg.ID(), Span: j.span, URL: h.url(), Addrs: j.addrs(), Mover: mv})
+	}
+	if err == nil {
+		err = a.run(ctx, fatal)
+	}
+	cancelMoves()
+	mv.close() // waits for a move in flight to end
+	if err == nil {
+		j.leave() // before the sessions drain: no new session is routed here
+	}
+	cur := a.current()
+	cur.srv.Shutdown(context.Background())
+	closeErr := errors.Join(cur.ws.stop(), cur.srv.Close())
+	if err != nil {
+		return j.down(errors.Join(err, closeErr))
+	}
+	if closeErr != nil { // after LEFT: nothing more to announce
+		j.log.Warn("closing the server", "err", closeErr)
+	}
+	return nil
+}
+
+// load loads and measures the span server of cfg (server.New), ready to
+// answer info challenges with the node's key and advertising its
+// websocket URL (if not empty) and the node's libp2p addresses.
+func (j *joiner) load(ctx context.Context, cfg server.Config, url string) (*server.Server, error) {
+	srv, err := server.New(ctx, cfg, j.log)
+	if err != nil {
+		return nil, err
+	}
 	if key := j.n.PrivateKey(); key != nil {
 		srv.SetInfoSigner(server.InfoSigner{Peer: j.n.ID().String(), Sign: key.Sign})
 	}
-	info := srv.Info()
-	stopStreams := ServeStreams(j.n.Host(), srv, wire.MaxStepPayload(info.MaxLength, srv.ModelInfo().DModel))
-	defer stopStreams()
+	if url != "" {
+		srv.AddEndpoints(url)
+	}
 	srv.AddEndpoints(j.addrs()...)
-	url := ""
-	if ln != nil {
-		url = "ws://" + ln.Addr().String() + api.InferencePath
-	}
-	tau, tauI := srv.Tau()
-	j.base.Tau, j.base.TauI = tau, tauI
-	a := &announcer{j: j, srv: srv, url: url}
-	if err := a.publish(); err != nil {
-		return j.down(err)
-	}
-	j.log.Info("announced SERVING", "span", j.span.String(), "url", url, "id", j.reg.ID())
-
-	// served is closed when serving ends; serveErr is then its error.
-	served := make(chan struct{})
-	var serveErr error
-	sctx, stop := context.WithCancel(ctx)
-	defer stop()
-	go func() {
-		defer close(served)
-		if ln != nil {
-			serveErr = srv.Serve(sctx, ln)
-			return
-		}
-		<-sctx.Done()
-		srv.Shutdown(context.Background())
-	}()
-	if ready != nil {
-		if err := ready(Serving{ID: j.reg.ID(), Span: j.span, URL: url, Addrs: j.addrs()}); err != nil {
-			stop()
-			<-served
-			return j.down(err)
-		}
-	}
-	if err := a.run(ctx, served); err != nil {
-		<-served
-		return j.down(errors.Join(err, serveErr))
-	}
-	j.leave() // while the sessions drain: no new session is routed here
-	<-served
-	return serveErr
+	return srv, nil
 }
 
 // leave announces LEFT and pushes it out. It returns nil: if no peer
@@ -375,6 +404,7 @@ func (j *joiner) leave() error {
 func (j *joiner) down(cause error) error {
 	info := j.base
 	info.Tentative = false
+	info.MovingTo, info.Draining = swarm.Span{}, swarm.Span{}
 	if err := j.reg.Publish(info, swarm.StateDown); err != nil {
 		return errors.Join(cause, fmt.Errorf("node: announce DOWN: %w", err))
 	}
@@ -383,90 +413,6 @@ func (j *joiner) down(cause error) error {
 	_ = j.reg.Sync(ctx) // push it out before exiting; gossip already sent it
 	j.log.Error("announced DOWN", "err", cause)
 	return cause
-}
-
-// announcer publishes a serving server's entry with its current load.
-type announcer struct {
-	j   *joiner
-	srv *server.Server
-	url string
-}
-
-// info is the entry: the server's advertised info (span, tau, tauI,
-// memory, cache room, sessions' load), with the node's endpoints (the
-// websocket URL, then the current libp2p addresses, which change as relay
-// reservations come and go), provider and t*_j.
-func (a *announcer) info() swarm.ServerInfo {
-	in := a.srv.Info().ServerInfo
-	in.ID = ""
-	in.Provider = a.j.cfg.Provider
-	in.ClientRTT = a.j.base.ClientRTT
-	in.PlacementSessions, in.PlacementMaxLength = a.j.base.PlacementSessions, a.j.base.PlacementMaxLength
-	in.Endpoints = nil
-	if a.url != "" {
-		in.Endpoints = append(in.Endpoints, a.url)
-	}
-	in.Endpoints = append(in.Endpoints, a.j.addrs()...)
-	return in
-}
-
-func (a *announcer) publish() error {
-	info := a.info()
-	a.j.base = info
-	return a.j.reg.Publish(info, swarm.StateServing)
-}
-
-// run announces the load on change (coalesced within loadPublishGap) and
-// every LoadRefresh while sessions are open, until ctx ends (nil) or the
-// server stops serving on its own (its error, or an error saying so).
-func (a *announcer) run(ctx context.Context, served <-chan struct{}) error {
-	var refresh <-chan time.Time
-	if a.j.cfg.LoadRefresh > 0 {
-		t := time.NewTicker(a.j.cfg.LoadRefresh)
-		defer t.Stop()
-		refresh = t.C
-	}
-	last := time.Now()
-	var gap *time.Timer
-	var gapC <-chan time.Time
-	defer func() {
-		if gap != nil {
-			gap.Stop()
-		}
-	}()
-	publish := func() {
-		last = time.Now()
-		if err := a.publish(); err != nil {
-			a.j.log.Warn("announcing the load failed", "err", err)
-		}
-	}
-	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-served:
-			if ctx.Err() != nil {
-				return nil
-			}
-			return errors.New("node: the server stopped serving")
-		case <-a.srv.LoadChanged():
-			if wait := loadPublishGap - time.Since(last); wait > 0 {
-				if gapC == nil {
-					gap = time.NewTimer(wait)
-					gapC = gap.C
-				}
-				continue
-			}
-			publish()
-		case <-gapC:
-			gapC = nil
-			publish()
-		case <-refresh:
-			if len(a.srv.Info().Sessions) > 0 {
-				publish()
-			}
-		}
-	}
 }
 
 // sleep waits d or until ctx ends (its error).

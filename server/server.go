@@ -51,6 +51,7 @@ type Server struct {
 	// Guarded by mu.
 	connsLocked     map[*conn]struct{}
 	closedLocked    bool // no new connection is served
+	releasedLocked  bool // Close ran
 	endpointsLocked []string
 	// extraEndpointsLocked are advertised after endpointsLocked (AddEndpoints).
 	extraEndpointsLocked []string
@@ -200,6 +201,21 @@ func (s *Server) AddEndpoints(endpoints ...string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.extraEndpointsLocked = append(s.extraEndpointsLocked, endpoints...)
+}
+
+// ReserveMemory sets bytes of the server's attention-cache memory aside
+// (admission.Controller.SetReserved): sessions are admitted only into
+// M - weights - bytes, and Info shows the reservation and the smaller
+// CacheBytesFree. node.RunServer reserves the memory of a second span
+// while it moves the server live. Raising it fails (wrapping
+// admission.ErrNeverFits) when open sessions hold the room; lowering it
+// admits queued sessions that now fit. LoadChanged is signalled.
+func (s *Server) ReserveMemory(bytes int64) error {
+	if err := s.adm.SetReserved(bytes); err != nil {
+		return fmt.Errorf("server: reserve memory: %w", err)
+	}
+	s.notifyLoad()
+	return nil
 }
 
 // LoadChanged returns a channel that receives (coalesced: it holds one
@@ -363,11 +379,17 @@ func (s *Server) Shutdown(ctx context.Context) {
 }
 
 // Close releases the engine's weights. Call it after Serve returned (or
-// Shutdown); sessions still running fail.
+// Shutdown); sessions still running fail. Later calls do nothing and
+// return nil.
 func (s *Server) Close() error {
 	s.mu.Lock()
 	s.closedLocked = true
+	released := s.releasedLocked
+	s.releasedLocked = true
 	s.mu.Unlock()
+	if released {
+		return nil
+	}
 	s.steps.Close()
 	return s.engine.Close()
 }

@@ -207,6 +207,27 @@ type ServerInfo struct {
 	// final span (Tentative false) before loading it. Always false for a
 	// fixed span.
 	Tentative bool `json:"tentative,omitempty"`
+	// MovingTo and Draining show a live span move (replanning, issue 15;
+	// node.RunServer's Mover). Routing and placement read only Span and
+	// the state, so a moving server never gets new sessions on a span it
+	// is leaving:
+	//
+	//  - SERVING with MovingTo: the server still serves Span and is loading
+	//    MovingTo beside it (its memory holds both). The announced intent
+	//    that other servers read before moving the same blocks.
+	//  - SERVING with Draining: make-before-break done; the server serves
+	//    Span (its new span) to new sessions and still computes Draining
+	//    (the old one) for the sessions opened there before the move, until
+	//    they end or the drain timeout sends them to fail over.
+	//  - JOIN with Draining: memory cannot hold both spans, so the server
+	//    drains first: it admits nothing, finishes the sessions open on
+	//    Draining, then loads Span and announces SERVING. JOIN without
+	//    Draining (and not Tentative): it is loading Span.
+	//
+	// Clients keep sessions already open on a server whose entry shows
+	// Draining (node.Candidates.Health). Both are empty when not moving.
+	MovingTo Span `json:"moving_to,omitzero"`
+	Draining Span `json:"draining,omitzero"`
 }
 
 // CacheBytes returns the attention-cache bytes this server needs for one

@@ -123,10 +123,12 @@ type Controller struct {
 
 	mu sync.Mutex
 	// The fields below are guarded by mu.
-	usedLocked   int64
-	openLocked   map[*Grant]struct{}
-	queueLocked  []*waiter
-	closedLocked bool
+	usedLocked int64
+	// reservedLocked is cache memory set aside by SetReserved.
+	reservedLocked int64
+	openLocked     map[*Grant]struct{}
+	queueLocked    []*waiter
+	closedLocked   bool
 
 	// drained is closed (under mu) once the controller is closed and no
 	// grant is open. Set in New and never reassigned, so it is read freely.
@@ -288,7 +290,7 @@ func (c *Controller) abandon(w *waiter, keepGrant bool, err error) (*Grant, erro
 
 // fitsLocked reports whether bytes more fit in memory and the session cap.
 func (c *Controller) fitsLocked(bytes int64) bool {
-	return c.usedLocked+bytes <= c.budget &&
+	return c.usedLocked+c.reservedLocked+bytes <= c.budget &&
 		(c.cfg.MaxSessions == 0 || len(c.openLocked) < c.cfg.MaxSessions)
 }
 

@@ -18,14 +18,15 @@ func (c *Controller) Snapshot() Snapshot {
 	defer c.mu.Unlock()
 	now := time.Now()
 	s := Snapshot{
-		MemoryBytes:    c.cfg.MemoryBytes,
-		WeightBytes:    c.cfg.MemoryBytes - c.budget,
-		CacheBytesUsed: c.usedLocked,
-		CacheBytesFree: c.budget - c.usedLocked,
-		MaxSessions:    c.cfg.MaxSessions,
-		Closed:         c.closedLocked,
-		Open:           make([]api.OpenSession, 0, len(c.openLocked)),
-		Queue:          make([]api.QueuedSession, 0, len(c.queueLocked)),
+		MemoryBytes:        c.cfg.MemoryBytes,
+		WeightBytes:        c.cfg.MemoryBytes - c.budget,
+		CacheBytesUsed:     c.usedLocked,
+		CacheBytesReserved: c.reservedLocked,
+		CacheBytesFree:     c.budget - c.usedLocked - c.reservedLocked,
+		MaxSessions:        c.cfg.MaxSessions,
+		Closed:             c.closedLocked,
+		Open:               make([]api.OpenSession, 0, len(c.openLocked)),
+		Queue:              make([]api.QueuedSession, 0, len(c.queueLocked)),
 	}
 	for g := range c.openLocked {
 		s.Open = append(s.Open, api.OpenSession{
@@ -48,7 +49,7 @@ func (c *Controller) Snapshot() Snapshot {
 			Span:          w.req.Span,
 			CacheBytes:    w.bytes,
 			Waited:        now.Sub(w.queued).Seconds(),
-			EstimatedWait: EstimateWait(c.budget, c.cfg.MaxSessions, open, pending, i),
+			EstimatedWait: EstimateWait(c.budget-c.reservedLocked, c.cfg.MaxSessions, open, pending, i),
 		})
 	}
 	return s
@@ -75,7 +76,7 @@ func (c *Controller) waiterStatusLocked(w *waiter) WaitStatus {
 	return WaitStatus{
 		Position:      pos,
 		QueueLen:      len(c.queueLocked),
-		EstimatedWait: EstimateWait(c.budget, c.cfg.MaxSessions, open, pending, pos),
+		EstimatedWait: EstimateWait(c.budget-c.reservedLocked, c.cfg.MaxSessions, open, pending, pos),
 	}
 }
 
@@ -87,6 +88,6 @@ func (c *Controller) statusLocked(pos int, bytes int64, duration float64) WaitSt
 	return WaitStatus{
 		Position:      pos,
 		QueueLen:      len(pending),
-		EstimatedWait: EstimateWait(c.budget, c.cfg.MaxSessions, open, pending, pos),
+		EstimatedWait: EstimateWait(c.budget-c.reservedLocked, c.cfg.MaxSessions, open, pending, pos),
 	}
 }
