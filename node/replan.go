@@ -24,7 +24,8 @@ type ReplanConfig struct {
 	// Sessions and MaxLength are R and l^I_max + l_max; 0 takes what the
 	// servers were placed with (LiveFleet).
 	Sessions, MaxLength int
-	// Options tune placement.Replan (MinGain, HoldSessions, SingleMove).
+	// Options tune placement.Replan (MinGain, HoldSessions, SingleMove); a
+	// MinGain of 0 means placement.DefaultMinGain.
 	Options placement.ReplanOptions
 	// Interval is how often the leader evaluates the fleet besides every
 	// registry change (default DefaultReplanInterval).
@@ -118,6 +119,9 @@ func ReplanLoop(ctx context.Context, r *planner.Replica, self string, reg *regis
 	}
 	if cfg.EpochTimeout <= 0 {
 		cfg.EpochTimeout = DefaultEpochTimeout
+	}
+	if cfg.Options.MinGain == 0 {
+		cfg.Options.MinGain = placement.DefaultMinGain
 	}
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)

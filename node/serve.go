@@ -68,6 +68,14 @@ type ServerConfig struct {
 	// from them before placement, and they stand in for the client nodes
 	// in the RTT measurement when none is found.
 	Bootstrap []peer.AddrInfo
+	// Planners are the node ids of the planner group (`swarm serve
+	// --planners`): the server executes its moves of the committed plans
+	// (ExecutePlans, moving with its Mover), and when its own id is listed
+	// it also runs a replica of the group (ServePlans, ReplanLoop with
+	// Replan). Empty: the server never moves.
+	Planners []peer.ID
+	// Replan configures the replanning of a replica run here.
+	Replan ReplanConfig
 }
 
 // Validate returns an error wrapping ErrBadConfig naming the first bad
@@ -349,10 +357,19 @@ func (j *joiner) serve(ctx context.Context, ready func(Serving) error) error {
 	if ready != nil {
 		err = ready(Serving{ID: j.reg.ID(), Span: j.span, URL: h.url(), Addrs: j.addrs(), Mover: mv})
 	}
+	var stopPlans func() error
+	if err == nil && len(j.cfg.Planners) > 0 {
+		stopPlans, err = j.followPlans(rctx, mv)
+	}
 	if err == nil {
 		err = a.run(ctx, fatal)
 	}
 	cancelMoves()
+	if stopPlans != nil {
+		if perr := stopPlans(); perr != nil {
+			j.log.Warn("stopping the planner replica", "err", perr)
+		}
+	}
 	mv.close() // waits for a move in flight to end
 	if err == nil {
 		j.leave() // before the sessions drain: no new session is routed here

@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/swarmllm/swarm/node"
+	"github.com/swarmllm/swarm/placement"
 	"github.com/swarmllm/swarm/registry"
 	"github.com/swarmllm/swarm/swarm/p2p"
 )
@@ -33,7 +34,7 @@ func newPlannerCmd() *cobra.Command {
 	p2pCfg, regCfg := p2p.DefaultConfig(), registry.DefaultConfig()
 	var members []string
 	cfg := node.ReplanConfig{Interval: node.DefaultReplanInterval, EpochTimeout: node.DefaultEpochTimeout}
-	cfg.Options.MinGain = 0.02
+	cfg.Options.MinGain = placement.DefaultMinGain
 	cmd := &cobra.Command{
 		Use:   "planner --members PEERID,... [--bootstrap MULTIADDR...] [flags]",
 		Short: "Run a replica of the planner group that replans the live swarm (Raft over libp2p)",

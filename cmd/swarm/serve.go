@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/libp2p/go-libp2p/core/peer"
 	"github.com/spf13/cobra"
 
 	"github.com/swarmllm/swarm/api"
@@ -95,6 +96,7 @@ type serveOptions struct {
 	maxLength      int
 	joinSettle     time.Duration
 	provider       string
+	planners       []string
 	// swarm: the server joins the swarm (derived from the flags).
 	swarm bool
 	auto  bool
@@ -153,6 +155,8 @@ func newServeCmd() *cobra.Command {
 		"s_c for (paper 003 eq. 2); 0 = the model's context. Every server of a model must use the same value")
 	f.DurationVar(&o.joinSettle, "join-settle", 0, "with --blocks auto: how long to wait after announcing a tentative span before settling, so that\n"+
 		"servers starting at the same moment see each other (default: max(2 heartbeats, --max-clock-skew + --anti-entropy-interval))")
+	f.StringSliceVar(&o.planners, "planners", nil, "node ids of the planner group (swarm planner): move this server as its committed plans say\n"+
+		"(make-before-break); a server whose own id is listed also runs a replica of the group")
 	f.StringVar(&o.provider, "provider", "", "provider name to advertise in the registry (clients may allow only some providers)")
 	fr = addFullRangeFlags(f)
 	return cmd
@@ -268,6 +272,12 @@ func runSwarmServe(ctx context.Context, out io.Writer, logger *slog.Logger, cfg 
 	if err != nil {
 		return fmt.Errorf("%w: %w", errUsage, err)
 	}
+	var planners []peer.ID
+	if len(o.planners) > 0 {
+		if planners, err = parseMembers(o.planners); err != nil {
+			return err
+		}
+	}
 	n, err := p2p.New(o.p2p, p2p.WithLogger(logger))
 	if err != nil {
 		if errors.Is(err, p2p.ErrBadConfig) || errors.Is(err, p2p.ErrBadIdentity) || errors.Is(err, p2p.ErrBadSwarmKey) {
@@ -284,7 +294,7 @@ func runSwarmServe(ctx context.Context, out io.Writer, logger *slog.Logger, cfg 
 	logger.Info("joined the node network", "id", n.ID().String(), "addrs", fmt.Sprint(n.Addrs()), "bootstrap", len(boot))
 	sc := node.ServerConfig{
 		Server: cfg, Auto: o.auto, Sessions: o.targetSessions, MaxLength: o.maxLength,
-		JoinSettle: o.joinSettle, Provider: o.provider, LoadRefresh: o.reg.HeartbeatInterval, Bootstrap: boot,
+		JoinSettle: o.joinSettle, Provider: o.provider, LoadRefresh: o.reg.HeartbeatInterval, Bootstrap: boot, Planners: planners,
 	}
 	err = node.RunServer(ctx, n, reg, sc, logger, func(s node.Serving) error {
 		url := s.URL
