@@ -57,8 +57,15 @@ func WriteStatusTable(w io.Writer, entries []registry.Entry) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "NODE\tPROVIDER\tMODEL\tSPAN\tSTATE\tTAU\tSESSIONS\tCACHE FREE\tHEARTBEAT AGE")
 	for _, e := range entries {
+		state := e.State.String()
+		if e.Info.MovingTo != (swarm.Span{}) {
+			state += " (moving to " + e.Info.MovingTo.String() + ")"
+		}
+		if e.Info.Draining != (swarm.Span{}) {
+			state += " (draining " + e.Info.Draining.String() + ")"
+		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%d\t%d\t%v\n", e.NodeID, dash(e.Info.Provider), dash(e.Info.Model), e.Info.Span,
-			e.State, time.Duration(e.Info.Tau*float64(time.Second)), len(e.Info.Sessions), e.Info.CacheBytesFree, time.Since(e.Heartbeat).Round(100*time.Millisecond))
+			state, time.Duration(e.Info.Tau*float64(time.Second)), len(e.Info.Sessions), e.Info.CacheBytesFree, time.Since(e.Heartbeat).Round(100*time.Millisecond))
 	}
 	if err := tw.Flush(); err != nil {
 		return err

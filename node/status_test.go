@@ -1,6 +1,7 @@
 package node
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -54,4 +55,16 @@ func TestLiveFleet(t *testing.T) {
 	fixed := []registry.Entry{{NodeID: "a", State: swarm.StateServing, Info: swarm.ServerInfo{Model: "m", ModelBlocks: 4, Span: span(0, 4), MemoryBytes: 10, CacheBytesCapacity: 5, CacheBytesPerToken: 1}}}
 	_, err = LiveFleet(fixed, "", 0, 0)
 	require.ErrorContains(t, err, "give --target-sessions and --max-length")
+}
+
+// TestStatusTableShowsMoves: a moving server's state names its target, a
+// draining one the span it is leaving.
+func TestStatusTableShowsMoves(t *testing.T) {
+	var b strings.Builder
+	require.NoError(t, WriteStatusTable(&b, []registry.Entry{
+		{NodeID: "a", State: swarm.StateServing, Info: swarm.ServerInfo{Model: "m", Span: span(0, 3), MovingTo: span(2, 5)}},
+		{NodeID: "b", State: swarm.StateJoin, Info: swarm.ServerInfo{Model: "m", Span: span(3, 5), Draining: span(0, 2)}},
+	}))
+	require.Contains(t, b.String(), "SERVING (moving to 2:5)")
+	require.Contains(t, b.String(), "JOIN (draining 0:2)")
 }
