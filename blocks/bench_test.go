@@ -55,9 +55,9 @@ func benchMatrix(rng *rand.Rand, rows, cols int, dt swarm.DType) *matrix {
 	case swarm.DTypeBF16:
 		fillPattern(m.u16, rng, func(r *rand.Rand) uint16 { return f32ToBF16(val(r)) })
 	case swarm.DTypeQ8_0:
-		blk := randomMatrix(rng, 1, cols, dt).q8
-		for i := 0; i < len(m.q8); i += len(blk) {
-			copy(m.q8[i:], blk)
+		blk := randomMatrix(rng, 1, cols, dt).q
+		for i := 0; i < len(m.q); i += len(blk) {
+			copy(m.q[i:], blk)
 		}
 	}
 	return m

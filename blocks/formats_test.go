@@ -70,6 +70,58 @@ func TestSynthQ8_0(t *testing.T) {
 	}
 }
 
+// quantDTypes are GGML's quantized types besides Q8_0, and quantMixes the
+// --dtype names of each file of them the tests write (q4_k_m: Q4_K and
+// Q6_K matrices in one file).
+var (
+	quantDTypes = []swarm.DType{swarm.DTypeQ4_0, swarm.DTypeQ4_1, swarm.DTypeQ5_0, swarm.DTypeQ5_1,
+		swarm.DTypeQ2_K, swarm.DTypeQ3_K, swarm.DTypeQ4_K, swarm.DTypeQ5_K, swarm.DTypeQ6_K,
+		swarm.DTypeIQ4_NL, swarm.DTypeIQ4_XS}
+	quantMixes = append(dtypeNames(quantDTypes), "q4_k_m")
+)
+
+func dtypeNames(dts []swarm.DType) []string {
+	out := make([]string, len(dts))
+	for i, d := range dts {
+		out[i] = d.String()
+	}
+	return out
+}
+
+// quantConfig is smallConfig with the --dtype name (a dtype or a mix) and
+// rows of 256 values (whole K-quant super-blocks).
+func quantConfig(t *testing.T, name string) synth.Config {
+	t.Helper()
+	c := smallConfig(swarm.DTypeF32)
+	var err error
+	c.DType, c.Mix, err = synth.ParseDType(name)
+	require.NoError(t, err)
+	c.Dim, c.FFN = 256, 512
+	return c
+}
+
+// TestSynthQuantized compares the GGUF file of each quantized type (and
+// the q4_k_m mix) with the float32 llama2.c file of the same dequantized
+// weights: the engine's block kernels (blocks/quant.go) read the blocks
+// that synth's quantizers wrote, and synth's own dequantizers (written
+// element by element, apart from the kernels) made the float32 file. They
+// agree to float32 summation order.
+func TestSynthQuantized(t *testing.T) {
+	for _, name := range quantMixes {
+		t.Run(name, func(t *testing.T) {
+			c := quantConfig(t, name)
+			paths := synthFiles(t, c)
+			q := load(t, paths["gguf"])
+			require.Equal(t, c.DType, q.model.Info().DType)
+			want := logitsOf(t, load(t, paths["llama2c-v0"]), testTokens)
+			got := logitsOf(t, q, testTokens)
+			for i := range want {
+				require.InDeltaSlice(t, want[i], got[i], 2e-4, "position %d", i)
+			}
+		})
+	}
+}
+
 // TestEngineMatchesNaiveReference recomputes the synthesized model with a
 // naive float64 implementation that works directly on the Hugging Face
 // layout (rotate-half RoPE, transformers' modeling_llama) and compares the

@@ -37,7 +37,7 @@ func randomMatrix(rng *rand.Rand, rows, cols int, dt swarm.DType) *matrix {
 			}
 		case swarm.DTypeQ8_0:
 			rb := m.rowBytes()
-			dst := m.q8[r*rb : (r+1)*rb]
+			dst := m.q[r*rb : (r+1)*rb]
 			for b := range cols / q8BlockSize {
 				blk := row[b*q8BlockSize : (b+1)*q8BlockSize]
 				var amax float32
@@ -88,7 +88,7 @@ func TestDotKernels(t *testing.T) {
 				case swarm.DTypeBF16:
 					require.InDelta(t, want, float64(dotBF16Go(m.u16, x)), tol)
 				case swarm.DTypeQ8_0:
-					require.InDelta(t, want, float64(dotQ8_0Go(m.q8, x)), tol)
+					require.InDelta(t, want, float64(dotQ8_0Go(m.q, x)), tol)
 				}
 			})
 		}
