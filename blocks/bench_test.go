@@ -216,7 +216,7 @@ func BenchmarkDot(b *testing.B) {
 	for i := range x {
 		x[i] = float32(rng.NormFloat64())
 	}
-	for _, dt := range []swarm.DType{swarm.DTypeF32, swarm.DTypeF16, swarm.DTypeBF16, swarm.DTypeQ8_0} {
+	for _, dt := range append([]swarm.DType{swarm.DTypeF32, swarm.DTypeF16, swarm.DTypeBF16, swarm.DTypeQ8_0}, quantTypes...) {
 		m := randomMatrix(rng, 1, n, dt)
 		b.Run(dt.String(), func(b *testing.B) {
 			b.SetBytes(m.bytes())

@@ -7,8 +7,10 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 
+	gguf "github.com/gpustack/gguf-parser-go"
 	"github.com/stretchr/testify/require"
 
 	"github.com/swarmllm/swarm/blocks"
@@ -313,6 +315,55 @@ func TestPartialLoadReadsOnlySpan(t *testing.T) {
 				require.Equal(t, tables*embedBytes+normBytes, headBytes, "embedding, LM head, final norm: %d %d %+v", embedBytes, normBytes, info)
 			})
 		}
+	}
+}
+
+// TestPartialLoadQuantized is TestPartialLoadReadsOnlySpan for quantized
+// GGUF files, the expected byte counts taken from gguf-parser-go's tensor
+// infos: a Q4_K_M file, whose blocks differ (use_more_bits gives block 6
+// of 32 Q6_K attn_v and ffn_down, block 5 none), so s_m (BlockBytes) is
+// the largest block, and a Q4_0 file. Loading blocks 5 and 6 reads exactly
+// their tensors; LoadHead exactly the embedding (Q4_K or Q4_0), the final
+// norm (F32) and the LM head (Q6_K or Q4_0).
+func TestPartialLoadQuantized(t *testing.T) {
+	for _, name := range []string{"q4_k_m", "q4_0"} {
+		t.Run(name, func(t *testing.T) {
+			c := quantConfig(t, name)
+			c.Layers, c.FFN = 32, 256
+			path := filepath.Join(t.TempDir(), "model.gguf")
+			require.NoError(t, synth.WriteGGUF(path, c))
+			gf, err := gguf.ParseGGUFFile(path)
+			require.NoError(t, err)
+			blockBytes := make([]int64, c.Layers)
+			var head int64
+			for _, ti := range gf.TensorInfos {
+				var b int
+				if _, err := fmt.Sscanf(ti.Name, "blk.%d.", &b); err == nil {
+					blockBytes[b] += int64(ti.Bytes())
+				} else {
+					head += int64(ti.Bytes())
+				}
+			}
+			if name == "q4_k_m" {
+				require.Greater(t, blockBytes[6], blockBytes[5], "block 6 holds Q6_K tensors")
+			}
+
+			counter := &byteCounter{counts: map[string]int64{}}
+			m, err := blocks.Open(path, blocks.WithOpenFile(counter.open))
+			require.NoError(t, err)
+			defer m.Close()
+			require.Equal(t, slices.Max(blockBytes), m.Info().BlockBytes, "s_m is the largest block")
+			headers := counter.total()
+			e, err := m.LoadSpan(swarm.Span{Start: 5, End: 7})
+			require.NoError(t, err)
+			defer e.Close()
+			span := counter.total() - headers
+			require.Equal(t, blockBytes[5]+blockBytes[6], span)
+			require.Equal(t, span, e.WeightBytes())
+			_, err = m.LoadHead()
+			require.NoError(t, err)
+			require.Equal(t, head, counter.total()-headers-span, "embedding, final norm, LM head")
+		})
 	}
 }
 

@@ -89,7 +89,7 @@ func signedMax(x []float32) float32 {
 	return m
 }
 
-func abs32(f float32) float32 { return float32(math.Abs(float64(f))) }
+func abs32(f float32) float32 { return math.Float32frombits(math.Float32bits(f) &^ (1 << 31)) }
 
 func minMax(x []float32) (lo, hi float32) {
 	lo, hi = x[0], x[0]
@@ -207,15 +207,17 @@ func dequantQ5_1(blk []byte, y []float32) {
 // iq4Levels is kvalues_iq4nl (ggml-common.h).
 var iq4Levels = [16]float32{-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113}
 
-// nearestLevel is the index of the IQ4 level nearest to v.
+// nearestLevel is the index of the IQ4 level nearest to v: the number of
+// midpoints between adjacent levels that v reaches (a binary search over
+// the sorted levels, as llama.cpp's best_index_int8).
 func nearestLevel(v float32) int {
-	best := 0
-	for i, l := range iq4Levels {
-		if abs32(l-v) < abs32(iq4Levels[best]-v) {
-			best = i
+	i := 0
+	for step := 8; step > 0; step /= 2 {
+		if j := i + step; v+v >= iq4Levels[j-1]+iq4Levels[j] {
+			i = j
 		}
 	}
-	return best
+	return i
 }
 
 // IQ4_NL {d; qs[16]}: nibbles as Q4_0, x = d*iq4Levels[q], d = (signed
