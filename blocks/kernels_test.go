@@ -93,6 +93,8 @@ func TestDotKernels(t *testing.T) {
 					require.InDelta(t, want, float64(dotBF16Go(m.u16, x)), tol)
 				case swarm.DTypeQ8_0:
 					require.InDelta(t, want, float64(dotQ8_0Go(m.q, x)), tol)
+				default: // the portable path of every other quantized type
+					require.InDelta(t, want, float64(dotQuant(m.deq, m.bs, m.bb, m.q, x)), tol)
 				}
 			})
 		}

@@ -102,6 +102,12 @@ func (m *matrix) dotRow(r int, x []float32) float32 {
 	case swarm.DTypeQ8_0:
 		rb := m.rowBytes()
 		return dotQ8_0(m.q[r*rb:(r+1)*rb], x[:c])
+	case swarm.DTypeQ4_K:
+		rb := m.rowBytes()
+		return dotQ4_K(m.q[r*rb:(r+1)*rb], x[:c])
+	case swarm.DTypeQ6_K:
+		rb := m.rowBytes()
+		return dotQ6_K(m.q[r*rb:(r+1)*rb], x[:c])
 	}
 	rb := m.rowBytes()
 	return dotQuant(m.deq, m.bs, m.bb, m.q[r*rb:(r+1)*rb], x[:c])
