@@ -244,7 +244,7 @@ func (c Config) ggufData(t tensor, dt swarm.DType) []byte {
 	return permuteRows(quantize(c.rawValues(t), dt), perm, int(dt.Bytes(int64(t.cols))))
 }
 
-// encode stores float32 values in a dtype, little-endian.
+// encode stores float32 values as f32, f16 or bf16, little-endian.
 func encode(v []float32, dt swarm.DType) []byte {
 	switch dt {
 	case swarm.DTypeF16:
@@ -259,8 +259,6 @@ func encode(v []float32, dt swarm.DType) []byte {
 			binary.LittleEndian.PutUint16(out[2*i:], bf16Bits(x))
 		}
 		return out
-	case swarm.DTypeQ8_0:
-		return quantizeQ8_0(v)
 	}
 	out := make([]byte, 4*len(v))
 	for i, x := range v {
