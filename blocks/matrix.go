@@ -105,6 +105,9 @@ func (m *matrix) dotRow(r int, x []float32) float32 {
 	case swarm.DTypeQ4_K:
 		rb := m.rowBytes()
 		return dotQ4_K(m.q[r*rb:(r+1)*rb], x[:c])
+	case swarm.DTypeQ5_K:
+		rb := m.rowBytes()
+		return dotQ5_K(m.q[r*rb:(r+1)*rb], x[:c])
 	case swarm.DTypeQ6_K:
 		rb := m.rowBytes()
 		return dotQ6_K(m.q[r*rb:(r+1)*rb], x[:c])
@@ -166,7 +169,9 @@ const prefillTile = 12
 // r in [r0, r1) and inputs t < n. For n > 1 each tile of weight rows is read
 // once (and widened to float32 once for f16/bf16) and reused for every input,
 // two inputs per pass: matrix-matrix work instead of n matrix-vector
-// products. Results are bit-identical to the n = 1 path.
+// products. Quantized matrices (Q8_0, Q4_K, ...) still take one dot
+// product per row and input, a tile of rows at a time. Results are
+// bit-identical to the n = 1 path.
 func (m *matrix) mulRows(out, x []float32, n, r0, r1 int) {
 	cols := m.cols
 	if n == 1 || m.q != nil {

@@ -16,18 +16,22 @@ func dotQ4KBlockAVX2(qs *byte, x *float32, sm *[16]float32) float32
 //go:noescape
 func dotQ6KBlockAVX2(blk *byte, x *float32, sm *[16]float32) float32
 
+//go:noescape
+func dotQ5KBlockAVX2(blk *byte, x *float32, sm *[16]float32) float32
+
 func init() {
 	if simdKernels {
-		dotQ4_K = dotQ4_KAVX2
+		dotQ4_K = func(w []byte, x []float32) float32 { return dotQ45_KAVX2(w, x, 144) }
+		dotQ5_K = func(w []byte, x []float32) float32 { return dotQ45_KAVX2(w, x, 176) }
 		dotQ6_K = dotQ6_KAVX2
 	}
 }
 
-// dotQ4_KAVX2 is the dot product of a Q4_K row with x: per super-block the
-// eight groups' scales d*sc and mins dmin*m are unpacked here, the
-// products summed in the assembly.
-func dotQ4_KAVX2(w []byte, x []float32) float32 {
-	const bb = 144
+// dotQ45_KAVX2 is the dot product of a Q4_K (bb = 144 bytes a block) or
+// Q5_K (bb = 176) row with x: per super-block the eight groups' scales
+// d*sc and mins dmin*m are unpacked here, the products summed in the
+// assembly.
+func dotQ45_KAVX2(w []byte, x []float32, bb int) float32 {
 	nb := len(w) / bb
 	x = x[:nb*256]
 	var sm [16]float32
@@ -40,7 +44,11 @@ func dotQ4_KAVX2(w []byte, x []float32) float32 {
 			sc, m := kScaleMin(blk[4:16], g)
 			sm[2*g], sm[2*g+1] = d*sc, dmin*m
 		}
-		sum += dotQ4KBlockAVX2(&blk[16], &x[b*256], &sm)
+		if bb == 144 {
+			sum += dotQ4KBlockAVX2(&blk[16], &x[b*256], &sm)
+		} else {
+			sum += dotQ5KBlockAVX2(&blk[0], &x[b*256], &sm)
+		}
 	}
 	return sum
 }

@@ -178,3 +178,83 @@ q6kloop:
 	VZEROUPPER
 	MOVSS X0, ret+24(FP)
 	RET
+
+// Q5VEC adds 8 lanes (bytes V of ql and qh, element offset 8V/V*4 bytes
+// of x) of one Q5_K chunk to Y8 (low nibbles: q·x of group 2c), Y9 (high
+// nibbles, group 2c+1, x + 32 elements), Y10 and Y11 (their sums of x). The
+// fifth bits are bits 2c and 2c+1 of qh, shifted down by X6 = 2c. Y14 = 1,
+// Y15 = 15 (int32 lanes).
+#define Q5VEC(V) \
+	VPMOVZXBD V(SI), Y4 \
+	VPMOVZXBD V(BX), Y5 \
+	VPSRLD X6, Y5, Y5 \
+	VPAND Y15, Y4, Y7 \
+	VPAND Y14, Y5, Y12 \
+	VPSLLD $4, Y12, Y12 \
+	VPOR Y12, Y7, Y7 \
+	VCVTDQ2PS Y7, Y7 \
+	VFMADD231PS (V*4)(DI), Y7, Y8 \
+	VADDPS (V*4)(DI), Y10, Y10 \
+	VPSRLD $4, Y4, Y7 \
+	VPSRLD $1, Y5, Y12 \
+	VPAND Y14, Y12, Y12 \
+	VPSLLD $4, Y12, Y12 \
+	VPOR Y12, Y7, Y7 \
+	VCVTDQ2PS Y7, Y7 \
+	VFMADD231PS (128+V*4)(DI), Y7, Y9 \
+	VADDPS (128+V*4)(DI), Y11, Y11
+
+// func dotQ5KBlockAVX2(blk *byte, x *float32, sm *[16]float32) float32
+// Returns the dot product of one block_q5_K (blk: d, dmin, scales[12],
+// qh[32], qs[128]) with x[:256]: sum over groups g of sm[2g]*sum(q*x) -
+// sm[2g+1]*sum(x), q = the nibble of qs plus 16 times its qh bit. Chunk c
+// of 64 elements reads qs[32c:32c+32] and bits 2c, 2c+1 of qh.
+TEXT ·dotQ5KBlockAVX2(SB), NOSPLIT, $0-28
+	MOVQ blk+0(FP), BX
+	MOVQ x+8(FP), DI
+	MOVQ sm+16(FP), DX
+	LEAQ 48(BX), SI
+	ADDQ $16, BX
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	MOVL $15, AX
+	VMOVD AX, X15
+	VPBROADCASTD X15, Y15
+	MOVL $1, AX
+	VMOVD AX, X14
+	VPBROADCASTD X14, Y14
+	XORQ AX, AX
+
+q5kloop:
+	VMOVD AX, X6
+	VXORPS Y8, Y8, Y8
+	VXORPS Y9, Y9, Y9
+	VXORPS Y10, Y10, Y10
+	VXORPS Y11, Y11, Y11
+	Q5VEC(0)
+	Q5VEC(8)
+	Q5VEC(16)
+	Q5VEC(24)
+	VBROADCASTSS 0(DX), Y2
+	VBROADCASTSS 4(DX), Y3
+	VFMADD231PS Y8, Y2, Y0
+	VFNMADD231PS Y10, Y3, Y0
+	VBROADCASTSS 8(DX), Y2
+	VBROADCASTSS 12(DX), Y3
+	VFMADD231PS Y9, Y2, Y1
+	VFNMADD231PS Y11, Y3, Y1
+	ADDQ $32, SI
+	ADDQ $256, DI
+	ADDQ $16, DX
+	ADDQ $2, AX
+	CMPQ AX, $8
+	JLT  q5kloop
+
+	VADDPS Y1, Y0, Y0
+	VEXTRACTF128 $1, Y0, X1
+	VADDPS X1, X0, X0
+	VHADDPS X0, X0, X0
+	VHADDPS X0, X0, X0
+	VZEROUPPER
+	MOVSS X0, ret+24(FP)
+	RET
