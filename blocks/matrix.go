@@ -102,18 +102,24 @@ func (m *matrix) dotRow(r int, x []float32) float32 {
 	case swarm.DTypeQ8_0:
 		rb := m.rowBytes()
 		return dotQ8_0(m.q[r*rb:(r+1)*rb], x[:c])
-	case swarm.DTypeQ4_K:
-		rb := m.rowBytes()
-		return dotQ4_K(m.q[r*rb:(r+1)*rb], x[:c])
-	case swarm.DTypeQ5_K:
-		rb := m.rowBytes()
-		return dotQ5_K(m.q[r*rb:(r+1)*rb], x[:c])
-	case swarm.DTypeQ6_K:
-		rb := m.rowBytes()
-		return dotQ6_K(m.q[r*rb:(r+1)*rb], x[:c])
 	}
 	rb := m.rowBytes()
-	return dotQuant(m.deq, m.bs, m.bb, m.q[r*rb:(r+1)*rb], x[:c])
+	w, x := m.q[r*rb:(r+1)*rb], x[:c]
+	switch m.dtype {
+	case swarm.DTypeQ4_0:
+		return dotQ4_0(w, x)
+	case swarm.DTypeIQ4_NL:
+		return dotIQ4_NL(w, x)
+	case swarm.DTypeIQ4_XS:
+		return dotIQ4_XS(w, x)
+	case swarm.DTypeQ4_K:
+		return dotQ4_K(w, x)
+	case swarm.DTypeQ5_K:
+		return dotQ5_K(w, x)
+	case swarm.DTypeQ6_K:
+		return dotQ6_K(w, x)
+	}
+	return dotQuant(m.deq, m.bs, m.bb, w, x)
 }
 
 // rowF32 writes row r, converted to float32, into dst[:cols].

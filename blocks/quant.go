@@ -19,13 +19,16 @@ import (
 // rounds them to 8 bits, Q8_0 or Q8_K, inside its dot products; see the
 // llama.cpp oracle test for what that difference amounts to).
 
-// dotQ4_K, dotQ5_K and dotQ6_K are the dot products of a Q4_K, Q5_K or
-// Q6_K row with x: dotQuant, or AVX2 kernels on amd64 (quant_amd64.go).
-// They are set once at package init.
+// dotQ4_0, dotIQ4_NL, dotIQ4_XS, dotQ4_K, dotQ5_K and dotQ6_K are the dot
+// products of a row of their type with x: dotQuant, or AVX2 kernels on
+// amd64 (quant_amd64.go). They are set once at package init.
 var (
-	dotQ4_K = func(w []byte, x []float32) float32 { return dotQuant(deqQ4_K, 256, 144, w, x) }
-	dotQ5_K = func(w []byte, x []float32) float32 { return dotQuant(deqQ5_K, 256, 176, w, x) }
-	dotQ6_K = func(w []byte, x []float32) float32 { return dotQuant(deqQ6_K, 256, 210, w, x) }
+	dotQ4_0   = func(w []byte, x []float32) float32 { return dotQuant(deqQ4_0, 32, 18, w, x) }
+	dotIQ4_NL = func(w []byte, x []float32) float32 { return dotQuant(deqIQ4_NL, 32, 18, w, x) }
+	dotIQ4_XS = func(w []byte, x []float32) float32 { return dotQuant(deqIQ4_XS, 256, 136, w, x) }
+	dotQ4_K   = func(w []byte, x []float32) float32 { return dotQuant(deqQ4_K, 256, 144, w, x) }
+	dotQ5_K   = func(w []byte, x []float32) float32 { return dotQuant(deqQ5_K, 256, 176, w, x) }
+	dotQ6_K   = func(w []byte, x []float32) float32 { return dotQuant(deqQ6_K, 256, 210, w, x) }
 )
 
 // quantChunk is the number of elements dotQuant expands at once: one K-quant

@@ -258,3 +258,59 @@ q5kloop:
 	VZEROUPPER
 	MOVSS X0, ret+24(FP)
 	RET
+
+// func dot4NLGroupsAVX2(qs *byte, stride int, sc *[8]float32, x *float32, n int, levels *[16]int8) float32
+// Returns sum over n groups g (1..8) of sc[g] * sum(levels[q]*x) over the
+// group's 32 values: 16 bytes at qs + g*stride, element j < 16 the low
+// nibble of byte j, element j+16 its high nibble (block_q4_0,
+// block_iq4_nl, and the groups of block_iq4_xs); x[32g:32g+32]. The
+// nibbles index the 16 int8 levels with VPSHUFB.
+TEXT ·dot4NLGroupsAVX2(SB), NOSPLIT, $0-52
+	MOVQ qs+0(FP), SI
+	MOVQ stride+8(FP), R8
+	MOVQ sc+16(FP), DX
+	MOVQ x+24(FP), DI
+	MOVQ n+32(FP), CX
+	MOVQ levels+40(FP), AX
+	VMOVDQU (AX), X14
+	MOVL $0x0F0F0F0F, BX
+	VMOVD BX, X13
+	VPBROADCASTD X13, X13
+	VXORPS Y0, Y0, Y0
+
+nl4loop:
+	VMOVDQU (SI), X4
+	VPAND X13, X4, X5
+	VPSRLW $4, X4, X6
+	VPAND X13, X6, X6
+	VPSHUFB X5, X14, X5
+	VPSHUFB X6, X14, X6
+	VPMOVSXBD X5, Y7
+	VPSRLDQ $8, X5, X5
+	VPMOVSXBD X5, Y8
+	VPMOVSXBD X6, Y9
+	VPSRLDQ $8, X6, X6
+	VPMOVSXBD X6, Y10
+	VCVTDQ2PS Y7, Y7
+	VCVTDQ2PS Y8, Y8
+	VCVTDQ2PS Y9, Y9
+	VCVTDQ2PS Y10, Y10
+	VMULPS (DI), Y7, Y7
+	VFMADD231PS 32(DI), Y8, Y7
+	VFMADD231PS 64(DI), Y9, Y7
+	VFMADD231PS 96(DI), Y10, Y7
+	VBROADCASTSS (DX), Y11
+	VFMADD231PS Y7, Y11, Y0
+	ADDQ R8, SI
+	ADDQ $128, DI
+	ADDQ $4, DX
+	DECQ CX
+	JNZ  nl4loop
+
+	VEXTRACTF128 $1, Y0, X1
+	VADDPS X1, X0, X0
+	VHADDPS X0, X0, X0
+	VHADDPS X0, X0, X0
+	VZEROUPPER
+	MOVSS X0, ret+48(FP)
+	RET
