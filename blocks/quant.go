@@ -15,7 +15,8 @@ import (
 //
 // Dot products dequantize on the fly: a row is expanded a chunk of at most
 // quantChunk elements at a time into a buffer on the stack and dotted with
-// the activations by dotF32 (dotQuant). Activations stay float32 (llama.cpp
+// the activations by dotF32 (dotQuant), the portable path and the one of
+// the types without AVX2 kernels (quant_amd64.go). Activations stay float32 (llama.cpp
 // rounds them to 8 bits, Q8_0 or Q8_K, inside its dot products; see the
 // llama.cpp oracle test for what that difference amounts to).
 
