@@ -24,9 +24,12 @@ cross:
 
 # Every architecture x {f32, f16, q8_0} against llama.cpp (node-llama-cpp):
 # about a minute without -race; under -race (below) only the f32 rows and
-# llama's run, each row costing tens of seconds there.
+# llama's run, each row costing tens of seconds there. Then every GGML
+# quantized type and the Q4_K_M mix (TestLlamaCppOracleQuantized, 12 Llama
+# files with Llama 3's vocabulary: a few minutes on 2 cores; under -race
+# only q4_k_m).
 oracles:
-	$(GO) test -run '^TestLlamaCppOracle$$' ./blocks
+	$(GO) test -run '^TestLlamaCppOracle(Quantized)?$$' ./blocks
 
 vet:
 	$(GO) vet $(PKGS)

@@ -48,29 +48,43 @@ func ids(start, n, vocab int) []int {
 // then all together through ForwardBatch (prefill chunks mixed with decode
 // steps of the others, in batches whose composition changes every step),
 // and requires every output bit for bit equal, for every weight dtype and
-// every architecture (gemma3's sliding blocks with a window shorter than
+// every architecture (every GGML quantized type and the q4_k_m mix for
+// llama; gemma3's sliding blocks with a window shorter than
 // the sessions; the last two sessions are long enough for ring caches,
 // swarm.SlidingRewind, one with a prefill longer than its rings, one
 // wrapping its rings during batched decode steps, next to sessions with
 // full caches).
 func TestForwardBatchBitIdentical(t *testing.T) {
 	type tc struct {
-		arch string
-		dt   swarm.DType
+		arch  string
+		dtype string // a --dtype name: a dtype or a mix
 	}
 	var tcs []tc
-	for _, dt := range []swarm.DType{swarm.DTypeF32, swarm.DTypeF16, swarm.DTypeBF16, swarm.DTypeQ8_0} {
+	quant := quantMixes
+	if raceEnabled {
+		// The quantized types share one path (a dot product per row, in
+		// both Forward and ForwardBatch), and their scalar dequantizing
+		// kernels cost seconds per case under the race detector: one type
+		// of 32-value blocks and the Q4_K/Q6_K mix there, all without it.
+		quant = []string{"q4_0", "q4_k_m"}
+	}
+	for _, dt := range append([]string{"f32", "f16", "bf16", "q8_0"}, quant...) {
 		tcs = append(tcs, tc{synth.ArchLlama, dt})
 	}
 	for _, arch := range synth.Archs[1:] {
-		tcs = append(tcs, tc{arch, swarm.DTypeF16}, tc{arch, swarm.DTypeQ8_0})
+		tcs = append(tcs, tc{arch, "f16"}, tc{arch, "q8_0"})
 	}
 	for _, tc := range tcs {
-		dt := tc.dt
-		t.Run(tc.arch+"/"+dt.String(), func(t *testing.T) {
-			c := smallConfig(dt)
+		t.Run(tc.arch+"/"+tc.dtype, func(t *testing.T) {
+			c := smallConfig(swarm.DTypeF32)
 			c.Arch = tc.arch
-			c.Dim, c.FFN, c.Heads, c.KVHeads = 64, 160, 4, 2 // q8_0 needs multiples of 32; grouped-query attention
+			var err error
+			c.DType, c.Mix, err = synth.ParseDType(tc.dtype)
+			require.NoError(t, err)
+			c.Dim, c.FFN, c.Heads, c.KVHeads = 64, 160, 4, 2 // quantized rows: multiples of 32; grouped-query attention
+			if c.DType.BlockSize() == 256 || c.Mix != "" {
+				c.Dim, c.FFN = 256, 512 // whole K-quant super-blocks
+			}
 			path := filepath.Join(t.TempDir(), "model.gguf")
 			require.NoError(t, synth.WriteGGUF(path, c))
 			l := load(t, path)

@@ -55,9 +55,9 @@ func benchMatrix(rng *rand.Rand, rows, cols int, dt swarm.DType) *matrix {
 	case swarm.DTypeBF16:
 		fillPattern(m.u16, rng, func(r *rand.Rand) uint16 { return f32ToBF16(val(r)) })
 	case swarm.DTypeQ8_0:
-		blk := randomMatrix(rng, 1, cols, dt).q8
-		for i := 0; i < len(m.q8); i += len(blk) {
-			copy(m.q8[i:], blk)
+		blk := randomMatrix(rng, 1, cols, dt).q
+		for i := 0; i < len(m.q); i += len(blk) {
+			copy(m.q[i:], blk)
 		}
 	}
 	return m
@@ -216,7 +216,7 @@ func BenchmarkDot(b *testing.B) {
 	for i := range x {
 		x[i] = float32(rng.NormFloat64())
 	}
-	for _, dt := range []swarm.DType{swarm.DTypeF32, swarm.DTypeF16, swarm.DTypeBF16, swarm.DTypeQ8_0} {
+	for _, dt := range append([]swarm.DType{swarm.DTypeF32, swarm.DTypeF16, swarm.DTypeBF16, swarm.DTypeQ8_0}, quantTypes...) {
 		m := randomMatrix(rng, 1, n, dt)
 		b.Run(dt.String(), func(b *testing.B) {
 			b.SetBytes(m.bytes())

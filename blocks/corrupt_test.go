@@ -111,16 +111,28 @@ func TestCorruptFiles(t *testing.T) {
 	t.Run("gguf unsupported tensor type", func(t *testing.T) {
 		data, err := os.ReadFile(paths["gguf"])
 		require.NoError(t, err)
-		// Tensor info: name, n_dims 2, dims [64, 64], type. Make it Q4_0 (2).
+		// Tensor info: name, n_dims 2, dims [64, 64], type. Make it IQ2_XXS (16).
 		name := []byte("blk.1.attn_q.weight")
 		i := bytes.Index(data, name)
 		require.Positive(t, i)
 		typeAt := i + len(name) + 4 + 16
 		require.Equal(t, uint32(1), binary.LittleEndian.Uint32(data[typeAt:]), "F16 expected before the patch")
-		binary.LittleEndian.PutUint32(data[typeAt:], 2)
+		binary.LittleEndian.PutUint32(data[typeAt:], 16)
 		p := filepath.Join(t.TempDir(), "m.gguf")
 		require.NoError(t, os.WriteFile(p, data, 0o644))
-		openErr(t, p, p, "blk.1.attn_q.weight", "Q4_0")
+		openErr(t, p, p, "blk.1.attn_q.weight", "IQ2_XXS", "want F32, F16, BF16, Q8_0, Q4_0")
+	})
+	t.Run("gguf partial quantized block", func(t *testing.T) {
+		data, err := os.ReadFile(paths["gguf"])
+		require.NoError(t, err)
+		// Make blk.1.attn_q.weight [64, 64] Q4_K (12), whose blocks hold 256 values.
+		name := []byte("blk.1.attn_q.weight")
+		i := bytes.Index(data, name)
+		require.Positive(t, i)
+		binary.LittleEndian.PutUint32(data[i+len(name)+4+16:], 12)
+		p := filepath.Join(t.TempDir(), "m.gguf")
+		require.NoError(t, os.WriteFile(p, data, 0o644))
+		openErr(t, p, p, "blk.1.attn_q.weight", "q4_k row of 64 elements, want a multiple of its block size 256")
 	})
 	t.Run("gguf wrong shape", func(t *testing.T) {
 		data, err := os.ReadFile(paths["gguf"])

@@ -10,8 +10,9 @@ import (
 const CPUBackendName = "cpu"
 
 // cpuBackend builds the CPU engine (engine.go, block.go, batch.go): weights
-// kept in their stored dtype (f32, f16, bf16, q8_0) in the Go heap, float32
-// attention caches, AVX2 kernels where the machine has them.
+// kept in their stored dtype (f32, f16, bf16, GGML's quantized blocks) in
+// the Go heap, float32 attention caches, AVX2 kernels where the machine has
+// them.
 type cpuBackend struct{}
 
 func init() {

@@ -13,8 +13,12 @@
 // servers) with llama2.c's run.c semantics.
 //
 // Conventions: weights keep their file dtype in memory (f32, f16, bf16,
-// q8_0) and are multiplied by float32 activations with AVX2/FMA/F16C
-// kernels on amd64 (portable Go elsewhere, or with -tags purego), spread
+// and GGML's quantized blocks: q8_0, q4_0, q4_1, q5_0, q5_1, q2_k ... q6_k,
+// iq4_nl, iq4_xs, mixed freely in one file) and are multiplied by float32
+// activations with AVX2/FMA/F16C kernels on amd64 (portable Go elsewhere,
+// or with -tags purego; q4_0, iq4_nl, iq4_xs, q4_k, q5_k and q6_k have
+// AVX2 kernels too, the other quantized types are dequantized a block at a
+// time in Go and dotted by the float32 kernel), spread
 // over a process-wide pool of GOMAXPROCS-1 workers plus the caller.
 // Attention caches are float32 (sliding-window blocks still get full-length
 // caches; ModelInfo.BlockCacheBytes is what they need). RoPE rotates

@@ -7,8 +7,10 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 
+	gguf "github.com/gpustack/gguf-parser-go"
 	"github.com/stretchr/testify/require"
 
 	"github.com/swarmllm/swarm/blocks"
@@ -67,6 +69,58 @@ func TestSynthQ8_0(t *testing.T) {
 	got := logitsOf(t, q8, testTokens)
 	for i := range want {
 		require.InDeltaSlice(t, want[i], got[i], 2e-4, "position %d", i)
+	}
+}
+
+// quantDTypes are GGML's quantized types besides Q8_0, and quantMixes the
+// --dtype names of each file of them the tests write (q4_k_m: Q4_K and
+// Q6_K matrices in one file).
+var (
+	quantDTypes = []swarm.DType{swarm.DTypeQ4_0, swarm.DTypeQ4_1, swarm.DTypeQ5_0, swarm.DTypeQ5_1,
+		swarm.DTypeQ2_K, swarm.DTypeQ3_K, swarm.DTypeQ4_K, swarm.DTypeQ5_K, swarm.DTypeQ6_K,
+		swarm.DTypeIQ4_NL, swarm.DTypeIQ4_XS}
+	quantMixes = append(dtypeNames(quantDTypes), "q4_k_m")
+)
+
+func dtypeNames(dts []swarm.DType) []string {
+	out := make([]string, len(dts))
+	for i, d := range dts {
+		out[i] = d.String()
+	}
+	return out
+}
+
+// quantConfig is smallConfig with the --dtype name (a dtype or a mix) and
+// rows of 256 values (whole K-quant super-blocks).
+func quantConfig(t *testing.T, name string) synth.Config {
+	t.Helper()
+	c := smallConfig(swarm.DTypeF32)
+	var err error
+	c.DType, c.Mix, err = synth.ParseDType(name)
+	require.NoError(t, err)
+	c.Dim, c.FFN = 256, 512
+	return c
+}
+
+// TestSynthQuantized compares the GGUF file of each quantized type (and
+// the q4_k_m mix) with the float32 llama2.c file of the same dequantized
+// weights: the engine's block kernels (blocks/quant.go) read the blocks
+// that synth's quantizers wrote, and synth's own dequantizers (written
+// element by element, apart from the kernels) made the float32 file. They
+// agree to float32 summation order.
+func TestSynthQuantized(t *testing.T) {
+	for _, name := range quantMixes {
+		t.Run(name, func(t *testing.T) {
+			c := quantConfig(t, name)
+			paths := synthFiles(t, c)
+			q := load(t, paths["gguf"])
+			require.Equal(t, c.DType, q.model.Info().DType)
+			want := logitsOf(t, load(t, paths["llama2c-v0"]), testTokens)
+			got := logitsOf(t, q, testTokens)
+			for i := range want {
+				require.InDeltaSlice(t, want[i], got[i], 2e-4, "position %d", i)
+			}
+		})
 	}
 }
 
@@ -261,6 +315,55 @@ func TestPartialLoadReadsOnlySpan(t *testing.T) {
 				require.Equal(t, tables*embedBytes+normBytes, headBytes, "embedding, LM head, final norm: %d %d %+v", embedBytes, normBytes, info)
 			})
 		}
+	}
+}
+
+// TestPartialLoadQuantized is TestPartialLoadReadsOnlySpan for quantized
+// GGUF files, the expected byte counts taken from gguf-parser-go's tensor
+// infos: a Q4_K_M file, whose blocks differ (use_more_bits gives block 6
+// of 32 Q6_K attn_v and ffn_down, block 5 none), so s_m (BlockBytes) is
+// the largest block, and a Q4_0 file. Loading blocks 5 and 6 reads exactly
+// their tensors; LoadHead exactly the embedding (Q4_K or Q4_0), the final
+// norm (F32) and the LM head (Q6_K or Q4_0).
+func TestPartialLoadQuantized(t *testing.T) {
+	for _, name := range []string{"q4_k_m", "q4_0"} {
+		t.Run(name, func(t *testing.T) {
+			c := quantConfig(t, name)
+			c.Layers, c.FFN = 32, 256
+			path := filepath.Join(t.TempDir(), "model.gguf")
+			require.NoError(t, synth.WriteGGUF(path, c))
+			gf, err := gguf.ParseGGUFFile(path)
+			require.NoError(t, err)
+			blockBytes := make([]int64, c.Layers)
+			var head int64
+			for _, ti := range gf.TensorInfos {
+				var b int
+				if _, err := fmt.Sscanf(ti.Name, "blk.%d.", &b); err == nil {
+					blockBytes[b] += int64(ti.Bytes())
+				} else {
+					head += int64(ti.Bytes())
+				}
+			}
+			if name == "q4_k_m" {
+				require.Greater(t, blockBytes[6], blockBytes[5], "block 6 holds Q6_K tensors")
+			}
+
+			counter := &byteCounter{counts: map[string]int64{}}
+			m, err := blocks.Open(path, blocks.WithOpenFile(counter.open))
+			require.NoError(t, err)
+			defer m.Close()
+			require.Equal(t, slices.Max(blockBytes), m.Info().BlockBytes, "s_m is the largest block")
+			headers := counter.total()
+			e, err := m.LoadSpan(swarm.Span{Start: 5, End: 7})
+			require.NoError(t, err)
+			defer e.Close()
+			span := counter.total() - headers
+			require.Equal(t, blockBytes[5]+blockBytes[6], span)
+			require.Equal(t, span, e.WeightBytes())
+			_, err = m.LoadHead()
+			require.NoError(t, err)
+			require.Equal(t, head, counter.total()-headers-span, "embedding, final norm, LM head")
+		})
 	}
 }
 

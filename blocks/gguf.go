@@ -104,11 +104,25 @@ func (g *ggufMeta) str(key string) string {
 
 // ggmlDTypes maps the GGML tensor types the engine computes with.
 var ggmlDTypes = map[gguf.GGMLType]swarm.DType{
-	gguf.GGMLTypeF32:  swarm.DTypeF32,
-	gguf.GGMLTypeF16:  swarm.DTypeF16,
-	gguf.GGMLTypeBF16: swarm.DTypeBF16,
-	gguf.GGMLTypeQ8_0: swarm.DTypeQ8_0,
+	gguf.GGMLTypeF32:    swarm.DTypeF32,
+	gguf.GGMLTypeF16:    swarm.DTypeF16,
+	gguf.GGMLTypeBF16:   swarm.DTypeBF16,
+	gguf.GGMLTypeQ8_0:   swarm.DTypeQ8_0,
+	gguf.GGMLTypeQ4_0:   swarm.DTypeQ4_0,
+	gguf.GGMLTypeQ4_1:   swarm.DTypeQ4_1,
+	gguf.GGMLTypeQ5_0:   swarm.DTypeQ5_0,
+	gguf.GGMLTypeQ5_1:   swarm.DTypeQ5_1,
+	gguf.GGMLTypeQ2_K:   swarm.DTypeQ2_K,
+	gguf.GGMLTypeQ3_K:   swarm.DTypeQ3_K,
+	gguf.GGMLTypeQ4_K:   swarm.DTypeQ4_K,
+	gguf.GGMLTypeQ5_K:   swarm.DTypeQ5_K,
+	gguf.GGMLTypeQ6_K:   swarm.DTypeQ6_K,
+	gguf.GGMLTypeIQ4_NL: swarm.DTypeIQ4_NL,
+	gguf.GGMLTypeIQ4_XS: swarm.DTypeIQ4_XS,
 }
+
+// ggmlTypeNames lists the accepted GGML types for error messages.
+const ggmlTypeNames = "F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_NL or IQ4_XS"
 
 // openGGUF parses a GGUF file's metadata and tensor infos.
 func openGGUF(m *Model, cfg *config, path string) error {
@@ -207,7 +221,7 @@ func openGGUF(m *Model, cfg *config, path string) error {
 		}
 		dt, ok := ggmlDTypes[ti.Type]
 		if !ok {
-			return nil, fmt.Errorf("%w: %s: tensor %s has type %v, want F32, F16, BF16 or Q8_0", ErrFormat, path, name, ti.Type)
+			return nil, fmt.Errorf("%w: %s: tensor %s has type %v, want %s", ErrFormat, path, name, ti.Type, ggmlTypeNames)
 		}
 		t := &tensorRef{name: name, file: f, offset: gf.TensorDataStartOffset + int64(ti.Offset), dtype: dt}
 		switch {

@@ -15,7 +15,6 @@ import (
 	"github.com/swarmllm/swarm/blocks"
 	"github.com/swarmllm/swarm/blocks/synth"
 	"github.com/swarmllm/swarm/internal/testenv"
-	"github.com/swarmllm/swarm/swarm"
 )
 
 // synthFiles writes the model c in every format and returns the paths by
@@ -36,7 +35,7 @@ func synthFiles(t *testing.T, c synth.Config) map[string]string {
 			paths["llama2c-v"+strconv.Itoa(v)] = p
 		}
 	}
-	if c.DType != swarm.DTypeQ8_0 {
+	if !c.DType.Quantized() {
 		require.NoError(t, synth.WriteHF(filepath.Join(dir, "hf"), c))
 		paths["hf"] = filepath.Join(dir, "hf")
 		if c.Layers >= 2 {

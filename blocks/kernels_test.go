@@ -13,7 +13,8 @@ import (
 )
 
 // randomMatrix fills a [rows, cols] matrix of dtype dt with N(0, 1) values
-// (Q8_0: quantized by ggml's reference rule).
+// (Q8_0: quantized by ggml's reference rule; the other quantized types:
+// random blocks, see randomBlocks).
 func randomMatrix(rng *rand.Rand, rows, cols int, dt swarm.DType) *matrix {
 	m, err := newMatrix(rows, cols, dt)
 	if err != nil {
@@ -37,7 +38,7 @@ func randomMatrix(rng *rand.Rand, rows, cols int, dt swarm.DType) *matrix {
 			}
 		case swarm.DTypeQ8_0:
 			rb := m.rowBytes()
-			dst := m.q8[r*rb : (r+1)*rb]
+			dst := m.q[r*rb : (r+1)*rb]
 			for b := range cols / q8BlockSize {
 				blk := row[b*q8BlockSize : (b+1)*q8BlockSize]
 				var amax float32
@@ -50,6 +51,9 @@ func randomMatrix(rng *rand.Rand, rows, cols int, dt swarm.DType) *matrix {
 					dst[b*q8BlockBytes+2+j] = byte(int8(math.Round(float64(v / d))))
 				}
 			}
+		default:
+			randomBlocks(rng, m.q, dt)
+			return m
 		}
 	}
 	return m
@@ -60,9 +64,9 @@ func randomMatrix(rng *rand.Rand, rows, cols int, dt swarm.DType) *matrix {
 // widths and a 7B-sized row.
 func TestDotKernels(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
-	for _, dt := range []swarm.DType{swarm.DTypeF32, swarm.DTypeF16, swarm.DTypeBF16, swarm.DTypeQ8_0} {
-		for _, n := range []int{0, 1, 3, 7, 8, 9, 15, 16, 17, 31, 32, 33, 63, 64, 65, 127, 128, 129, 4096, 11008} {
-			if dt == swarm.DTypeQ8_0 && n%q8BlockSize != 0 {
+	for _, dt := range append([]swarm.DType{swarm.DTypeF32, swarm.DTypeF16, swarm.DTypeBF16, swarm.DTypeQ8_0}, quantTypes...) {
+		for _, n := range []int{0, 1, 3, 7, 8, 9, 15, 16, 17, 31, 32, 33, 63, 64, 65, 127, 128, 129, 256, 288, 512, 4096, 11008} {
+			if dt.CheckRow(int64(n)) != nil {
 				continue
 			}
 			t.Run(fmt.Sprintf("%v/%d", dt, n), func(t *testing.T) {
@@ -88,7 +92,9 @@ func TestDotKernels(t *testing.T) {
 				case swarm.DTypeBF16:
 					require.InDelta(t, want, float64(dotBF16Go(m.u16, x)), tol)
 				case swarm.DTypeQ8_0:
-					require.InDelta(t, want, float64(dotQ8_0Go(m.q8, x)), tol)
+					require.InDelta(t, want, float64(dotQ8_0Go(m.q, x)), tol)
+				default: // the portable path of every other quantized type
+					require.InDelta(t, want, float64(dotQuant(m.deq, m.bs, m.bb, m.q, x)), tol)
 				}
 			})
 		}
@@ -99,7 +105,7 @@ func TestDotKernels(t *testing.T) {
 // computes each output exactly as the single-token path.
 func TestMulMatsPrefillEqualsDecode(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 4))
-	for _, dt := range []swarm.DType{swarm.DTypeF32, swarm.DTypeF16, swarm.DTypeBF16, swarm.DTypeQ8_0} {
+	for _, dt := range append([]swarm.DType{swarm.DTypeF32, swarm.DTypeF16, swarm.DTypeBF16, swarm.DTypeQ8_0}, quantTypes...) {
 		a := randomMatrix(rng, 300, 256, dt)
 		b := randomMatrix(rng, 77, 256, dt)
 		const n = 5

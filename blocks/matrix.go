@@ -29,11 +29,15 @@ type matrix struct {
 	dtype      swarm.DType
 	f32        []float32 // DTypeF32: rows*cols values
 	u16        []uint16  // DTypeF16 and DTypeBF16: rows*cols raw 16-bit values
-	q8         []byte    // DTypeQ8_0: rows * cols/32 blocks of 34 bytes
+	// q holds the blocks of the quantized dtypes (Q8_0, Q4_K, ...) as
+	// stored: rows * cols/bs blocks of bb bytes each.
+	q      []byte
+	deq    dequantizer // expands one block of q (quant.go)
+	bs, bb int         // elements and bytes per block of q
 }
 
-// newMatrix allocates a zero matrix [rows, cols] of dtype d. For Q8_0 cols
-// must be a multiple of 32.
+// newMatrix allocates a zero matrix [rows, cols] of dtype d. For the
+// quantized dtypes cols must be a multiple of the block size (32 or 256).
 func newMatrix(rows, cols int, d swarm.DType) (*matrix, error) {
 	m := &matrix{rows: rows, cols: cols, dtype: d}
 	n := rows * cols
@@ -42,13 +46,16 @@ func newMatrix(rows, cols int, d swarm.DType) (*matrix, error) {
 		m.f32 = make([]float32, n)
 	case swarm.DTypeF16, swarm.DTypeBF16:
 		m.u16 = make([]uint16, n)
-	case swarm.DTypeQ8_0:
-		if cols%q8BlockSize != 0 {
-			return nil, fmt.Errorf("%w: q8_0 matrix with %d columns, want a multiple of %d", ErrFormat, cols, q8BlockSize)
-		}
-		m.q8 = make([]byte, rows*(cols/q8BlockSize)*q8BlockBytes)
 	default:
-		return nil, fmt.Errorf("%w: unsupported dtype %v", ErrFormat, d)
+		deq, ok := dequantizers[d]
+		if !ok {
+			return nil, fmt.Errorf("%w: unsupported dtype %v", ErrFormat, d)
+		}
+		if err := d.CheckRow(int64(cols)); err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrFormat, err)
+		}
+		m.deq, m.bs, m.bb = deq, d.BlockSize(), int(d.Bytes(int64(d.BlockSize())))
+		m.q = make([]byte, rows*(cols/m.bs)*m.bb)
 	}
 	return m, nil
 }
@@ -77,8 +84,8 @@ func (m *matrix) setRaw(r0 int, raw []byte) {
 		for i := range len(raw) / 2 {
 			dst[i] = binary.LittleEndian.Uint16(raw[2*i:])
 		}
-	case swarm.DTypeQ8_0:
-		copy(m.q8[r0*m.rowBytes():], raw)
+	default:
+		copy(m.q[r0*m.rowBytes():], raw)
 	}
 }
 
@@ -94,9 +101,25 @@ func (m *matrix) dotRow(r int, x []float32) float32 {
 		return dotBF16(m.u16[r*c:(r+1)*c], x[:c])
 	case swarm.DTypeQ8_0:
 		rb := m.rowBytes()
-		return dotQ8_0(m.q8[r*rb:(r+1)*rb], x[:c])
+		return dotQ8_0(m.q[r*rb:(r+1)*rb], x[:c])
 	}
-	panic("blocks: matrix of invalid dtype") // unreachable: newMatrix rejects other dtypes
+	rb := m.rowBytes()
+	w, x := m.q[r*rb:(r+1)*rb], x[:c]
+	switch m.dtype {
+	case swarm.DTypeQ4_0:
+		return dotQ4_0(w, x)
+	case swarm.DTypeIQ4_NL:
+		return dotIQ4_NL(w, x)
+	case swarm.DTypeIQ4_XS:
+		return dotIQ4_XS(w, x)
+	case swarm.DTypeQ4_K:
+		return dotQ4_K(w, x)
+	case swarm.DTypeQ5_K:
+		return dotQ5_K(w, x)
+	case swarm.DTypeQ6_K:
+		return dotQ6_K(w, x)
+	}
+	return dotQuant(m.deq, m.bs, m.bb, w, x)
 }
 
 // rowF32 writes row r, converted to float32, into dst[:cols].
@@ -110,17 +133,9 @@ func (m *matrix) rowF32(r int, dst []float32) {
 		cvtF16(dst, m.u16[r*c:(r+1)*c])
 	case swarm.DTypeBF16:
 		cvtBF16(dst, m.u16[r*c:(r+1)*c])
-	case swarm.DTypeQ8_0:
+	default:
 		rb := m.rowBytes()
-		row := m.q8[r*rb : (r+1)*rb]
-		t := f16Table()
-		for b := range c / q8BlockSize {
-			blk := row[b*q8BlockBytes : (b+1)*q8BlockBytes]
-			d := t[binary.LittleEndian.Uint16(blk)]
-			for j := range q8BlockSize {
-				dst[b*q8BlockSize+j] = d * float32(int8(blk[2+j]))
-			}
-		}
+		dequantRow(m.deq, m.bs, m.bb, m.q[r*rb:(r+1)*rb], dst)
 	}
 }
 
@@ -160,10 +175,12 @@ const prefillTile = 12
 // r in [r0, r1) and inputs t < n. For n > 1 each tile of weight rows is read
 // once (and widened to float32 once for f16/bf16) and reused for every input,
 // two inputs per pass: matrix-matrix work instead of n matrix-vector
-// products. Results are bit-identical to the n = 1 path.
+// products. Quantized matrices (Q8_0, Q4_K, ...) still take one dot
+// product per row and input, a tile of rows at a time. Results are
+// bit-identical to the n = 1 path.
 func (m *matrix) mulRows(out, x []float32, n, r0, r1 int) {
 	cols := m.cols
-	if n == 1 || m.dtype == swarm.DTypeQ8_0 {
+	if n == 1 || m.q != nil {
 		for a := r0; a < r1; a += prefillTile {
 			b := min(a+prefillTile, r1)
 			for t := range n {

@@ -188,8 +188,8 @@ func (m *Model) finish(cfg *config) error {
 			return fmt.Errorf("%w: %s: tensor %s has shape [%d %d], want [%d %d] (rows, columns)",
 				ErrFormat, t.file.path, t.name, t.rows, t.cols, rows, cols)
 		}
-		if t.dtype == swarm.DTypeQ8_0 && t.cols%q8BlockSize != 0 {
-			return fmt.Errorf("%w: %s: tensor %s is q8_0 with %d columns, want a multiple of 32", ErrFormat, t.file.path, t.name, t.cols)
+		if err := t.dtype.CheckRow(int64(t.cols)); err != nil {
+			return fmt.Errorf("%w: %s: tensor %s of shape [%d %d] (rows, columns): %w", ErrFormat, t.file.path, t.name, t.rows, t.cols, err)
 		}
 		if end := t.offset + t.bytes(); t.offset < 0 || end > t.file.size {
 			return fmt.Errorf("%w: %s: tensor %s needs bytes %d..%d but the file has %d bytes (truncated?)",

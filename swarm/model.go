@@ -71,7 +71,9 @@ type ModelInfo struct {
 	TiedEmbeddings bool `json:"tied_embeddings"`
 	// DType is the storage dtype of the block weights.
 	DType DType `json:"dtype"`
-	// BlockBytes is s_m: the bytes of one block's weights as stored (paper 003, eq. 2).
+	// BlockBytes is s_m: the bytes of one block's weights as stored (paper
+	// 003, eq. 2), exact per tensor dtype; where blocks differ (a Q4_K_M
+	// file stores some blocks' attn_v and ffn_down in Q6_K) the largest.
 	BlockBytes int64 `json:"block_bytes"`
 	// CacheBytesPerToken is the attention-cache bytes one block needs per token
 	// of one session: 2 * NKVHeads * HeadDim * bytes per cache element. The

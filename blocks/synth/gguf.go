@@ -28,14 +28,6 @@ const (
 	ggufArray  = 9
 )
 
-// GGML tensor types.
-const (
-	ggmlF32  = 0
-	ggmlF16  = 1
-	ggmlQ8_0 = 8
-	ggmlBF16 = 30
-)
-
 const ggufAlignment = 32
 
 type ggufKV struct {
@@ -127,7 +119,7 @@ func (w *le) value(v any) {
 // (tokenizer.ggml.model "llama"), as llama.cpp's convert_hf_to_gguf.py
 // would convert the Hugging Face directory WriteHF writes: metadata keys
 // prefixed with general.architecture (mistral is written as "llama"),
-// matrices in c.DType, 1-D tensors (norms, biases) in F32, q/k rows
+// matrices in c.DType (or as c.Mix says), 1-D tensors (norms, biases) in F32, q/k rows
 // permuted into adjacent-pair RoPE order for llama and mistral only, and
 // Gemma norm weights stored as 1 + w.
 func WriteGGUF(path string, c Config) error {
@@ -139,14 +131,13 @@ func WriteGGUF(path string, c Config) error {
 	if err != nil {
 		return err
 	}
-	fileType := map[swarm.DType]uint32{swarm.DTypeF32: 0, swarm.DTypeF16: 1, swarm.DTypeQ8_0: 7, swarm.DTypeBF16: 32}[c.DType]
 	sp := c.spec()
 	p := sp.gguf + "."
 	kvs := []ggufKV{
 		{"general.architecture", sp.gguf},
 		{"general.name", c.Name},
 		{"general.alignment", uint32(ggufAlignment)},
-		{"general.file_type", fileType},
+		{"general.file_type", c.fileType()},
 		{p + "context_length", uint32(c.MaxSeqLen)},
 		{p + "embedding_length", uint32(c.Dim)},
 		{p + "feed_forward_length", uint32(c.FFN)},
@@ -181,7 +172,7 @@ func WriteGGUF(path string, c Config) error {
 	}
 	var ts []ggufTensor
 	addT := func(name string, t tensor) {
-		dt := c.DType
+		dt := c.tensorDType(t)
 		if t.vec {
 			dt = swarm.DTypeF32
 		}
@@ -228,18 +219,32 @@ func WriteGGUF(path string, c Config) error {
 			w.u64(uint64(t.t.cols))
 			w.u64(uint64(t.t.rows))
 		}
-		w.u32(map[swarm.DType]uint32{swarm.DTypeF32: ggmlF32, swarm.DTypeF16: ggmlF16, swarm.DTypeQ8_0: ggmlQ8_0, swarm.DTypeBF16: ggmlBF16}[t.dtype])
+		w.u32(ggmlTypes[t.dtype])
 		w.u64(uint64(t.offset))
 	}
 	w.pad(ggufAlignment)
 	for _, t := range ts {
-		w.bytes(encode(c.ggufValues(t.t), t.dtype))
+		w.bytes(c.ggufData(t.t, t.dtype))
 		w.pad(ggufAlignment)
 	}
 	return finish(f, w)
 }
 
-// encode stores float32 values in a dtype, little-endian.
+// ggufData is a tensor's stored bytes in dtype dt. Quantized tensors are
+// quantized from the unrounded values (values() holds their dequantized
+// blocks), rows in the order ggufValues gives them.
+func (c Config) ggufData(t tensor, dt swarm.DType) []byte {
+	if !dt.Quantized() {
+		return encode(c.ggufValues(t), dt)
+	}
+	var perm []int
+	if !c.spec().neox {
+		perm = c.qkPerm(t)
+	}
+	return permuteRows(quantize(c.rawValues(t), dt), perm, int(dt.Bytes(int64(t.cols))))
+}
+
+// encode stores float32 values as f32, f16 or bf16, little-endian.
 func encode(v []float32, dt swarm.DType) []byte {
 	switch dt {
 	case swarm.DTypeF16:
@@ -254,8 +259,6 @@ func encode(v []float32, dt swarm.DType) []byte {
 			binary.LittleEndian.PutUint16(out[2*i:], bf16Bits(x))
 		}
 		return out
-	case swarm.DTypeQ8_0:
-		return quantizeQ8_0(v)
 	}
 	out := make([]byte, 4*len(v))
 	for i, x := range v {

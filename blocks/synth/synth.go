@@ -52,9 +52,14 @@ type Config struct {
 	// Vocab is the vocabulary size, at least 259 (3 special and 256 byte
 	// pieces).
 	Vocab int
-	// DType is the storage dtype of the weights: f32, f16 or bf16 (and q8_0
-	// for GGUF only, where Dim and FFN must be multiples of 32).
+	// DType is the storage dtype of the weights: f32, f16 or bf16, or for
+	// GGUF only one of GGML's quantized types (q8_0, q4_0, ... q6_k,
+	// iq4_nl, iq4_xs), where every matrix row must be whole blocks: Dim,
+	// FFN and Heads*HeadDim multiples of 32 or 256 (DType.BlockSize).
 	DType swarm.DType
+	// Mix, when not empty, varies the dtype by tensor as a llama.cpp
+	// quantization recipe does (MixQ4_K_M, with DType q4_k).
+	Mix Mix
 	// MaxSeqLen is the context length written to the files (default 2048).
 	MaxSeqLen int
 	// RopeTheta is the RoPE base (default 10000; 1e6 for qwen2, qwen3 and
@@ -172,14 +177,29 @@ func (c Config) Validate() error {
 	case int64(c.Dim)*int64(c.FFN) > 1<<30 || int64(c.Vocab)*int64(c.Dim) > 1<<32:
 		return bad("dim %d, ffn %d, vocab %d: matrices too large", c.Dim, c.FFN, c.Vocab)
 	}
-	switch c.DType {
-	case swarm.DTypeF32, swarm.DTypeF16, swarm.DTypeBF16:
-	case swarm.DTypeQ8_0:
-		if c.Dim%32 != 0 || c.FFN%32 != 0 || c.Heads*c.HeadDim%32 != 0 {
-			return bad("q8_0 needs dim, ffn and heads*head dim multiples of 32, got %d, %d and %d", c.Dim, c.FFN, c.Heads*c.HeadDim)
+	switch {
+	case c.DType == swarm.DTypeF32 || c.DType == swarm.DTypeF16 || c.DType == swarm.DTypeBF16:
+	case quantizers[c.DType].quant != nil:
+		// Every matrix row (dim, ffn or heads*head dim columns) must be
+		// whole blocks of every dtype the file uses.
+		bs := c.DType.BlockSize()
+		if c.Mix != "" {
+			bs = 256
+		}
+		if c.Dim%bs != 0 || c.FFN%bs != 0 || c.Heads*c.HeadDim%bs != 0 {
+			return bad("%v needs dim, ffn and heads*head dim multiples of %d, got %d, %d and %d", c.DType, bs, c.Dim, c.FFN, c.Heads*c.HeadDim)
 		}
 	default:
-		return bad("dtype %v, want f32, f16, bf16 or q8_0", c.DType)
+		return bad("dtype %v, want f32, f16, bf16 or a GGML quantized type", c.DType)
+	}
+	switch c.Mix {
+	case "":
+	case MixQ4_K_M:
+		if c.DType != swarm.DTypeQ4_K {
+			return bad("mix %s with dtype %v, want q4_k", c.Mix, c.DType)
+		}
+	default:
+		return bad("mix %q, want %s or none", c.Mix, MixQ4_K_M)
 	}
 	return nil
 }
@@ -266,12 +286,37 @@ func (c Config) globalTensor(kind int) tensor {
 }
 
 // values generates the tensor's values [rows*cols], already rounded to what
-// the dtype can hold (f16/bf16/q8_0), so that a float32 file of the same
-// model holds exactly the same numbers. Norm weights are 1 + N(0, 0.1^2)
-// (gemma3: N(0, 0.1^2), the w of its (1 + w) scale); biases N(0, 0.5^2);
-// matrices are N(0, 1/cols), the token embedding N(0, 1) (gemma3: N(0,
-// 1/cols) like the others, for its scaled, tied embedding).
+// its dtype (tensorDType) can hold, so that a float32 file of the same
+// model holds exactly the same numbers: f16/bf16 rounding, or the
+// dequantized blocks of a quantized dtype (vectors are never quantized;
+// they keep f16-exact values then).
 func (c Config) values(t tensor) []float32 {
+	v := c.rawValues(t)
+	dt := c.tensorDType(t)
+	if t.vec && c.DType.Quantized() {
+		dt = swarm.DTypeF16
+	}
+	switch {
+	case dt == swarm.DTypeF16:
+		for i, x := range v {
+			v[i] = float16.Fromfloat32(x).Float32()
+		}
+	case dt == swarm.DTypeBF16:
+		for i, x := range v {
+			v[i] = math.Float32frombits(uint32(bf16Bits(x)) << 16)
+		}
+	case dt.Quantized():
+		dequantize(quantize(v, dt), dt, v)
+	}
+	return v
+}
+
+// rawValues generates the tensor's values before any rounding. Norm
+// weights are 1 + N(0, 0.1^2) (gemma3: N(0, 0.1^2), the w of its (1 + w)
+// scale); biases N(0, 0.5^2); matrices are N(0, 1/cols), the token
+// embedding N(0, 1) (gemma3: N(0, 1/cols) like the others, for its scaled,
+// tied embedding).
+func (c Config) rawValues(t tensor) []float32 {
 	rng := rand.New(rand.NewPCG(c.Seed, t.stream))
 	v := make([]float32, t.rows*t.cols)
 	std := 1 / math.Sqrt(float64(t.cols))
@@ -291,23 +336,6 @@ func (c Config) values(t tensor) []float32 {
 		default:
 			v[i] = float32(std * rng.NormFloat64())
 		}
-	}
-	dt := c.DType
-	if t.vec && dt == swarm.DTypeQ8_0 {
-		dt = swarm.DTypeF16 // vectors are never quantized; keep them f16-exact
-	}
-	switch dt {
-	case swarm.DTypeF16:
-		for i, x := range v {
-			v[i] = float16.Fromfloat32(x).Float32()
-		}
-	case swarm.DTypeBF16:
-		for i, x := range v {
-			v[i] = math.Float32frombits(uint32(bf16Bits(x)) << 16)
-		}
-	case swarm.DTypeQ8_0:
-		q := quantizeQ8_0(v)
-		dequantizeQ8_0(q, v)
 	}
 	return v
 }
@@ -349,20 +377,30 @@ func (c Config) ggufValues(t tensor) []float32 {
 // adjacent-pair RoPE order (llama GGUF, llama2.c); other tensors are
 // unchanged.
 func (c Config) adjacentValues(t tensor) []float32 {
-	v := c.values(t)
-	heads := 0
+	return permuteRows(c.values(t), c.qkPerm(t), t.cols)
+}
+
+// qkPerm is hfPermutation for the rows of a block's q or k weight, nil for
+// every other tensor.
+func (c Config) qkPerm(t tensor) []int {
 	switch {
 	case t.block >= 0 && t.kind == kWQ:
-		heads = c.Heads
+		return hfPermutation(c.Heads, c.headDim())
 	case t.block >= 0 && t.kind == kWK:
-		heads = c.KVHeads
-	default:
+		return hfPermutation(c.KVHeads, c.headDim())
+	}
+	return nil
+}
+
+// permuteRows returns rows of rowLen elements in the order perm (new row i
+// is old row perm[i]), or v itself when perm is nil.
+func permuteRows[T any](v []T, perm []int, rowLen int) []T {
+	if perm == nil {
 		return v
 	}
-	perm := hfPermutation(heads, c.headDim())
-	out := make([]float32, len(v))
+	out := make([]T, len(v))
 	for i, p := range perm {
-		copy(out[i*t.cols:(i+1)*t.cols], v[p*t.cols:(p+1)*t.cols])
+		copy(out[i*rowLen:(i+1)*rowLen], v[p*rowLen:(p+1)*rowLen])
 	}
 	return out
 }

@@ -10,7 +10,6 @@ import (
 
 	"github.com/swarmllm/swarm/blocks"
 	"github.com/swarmllm/swarm/blocks/synth"
-	"github.com/swarmllm/swarm/swarm"
 )
 
 func newModelCmd() *cobra.Command {
@@ -71,7 +70,7 @@ Example (a 32-block model with 7B-shaped blocks needs ~13 GB as f16):
 	f.IntVar(&o.cfg.Heads, "heads", d.Heads, "query heads (must divide --dim, leaving an even head size)")
 	f.IntVar(&o.cfg.KVHeads, "kv-heads", d.KVHeads, "key/value heads (must divide --heads)")
 	f.IntVar(&o.cfg.Vocab, "vocab", d.Vocab, "vocabulary size, >= 259")
-	f.StringVar(&o.dtype, "dtype", "f16", "weight dtype: f32, f16, bf16 (q8_0 only with --formats gguf)")
+	f.StringVar(&o.dtype, "dtype", "f16", "weight dtype: f32, f16, bf16; with --formats gguf also q8_0, q4_0, q4_1, q5_0, q5_1, q2_k, q3_k, q4_k, q5_k, q6_k, iq4_nl, iq4_xs or the mix q4_k_m (dims multiples of 32 or 256)")
 	f.StringVar(&o.out, "out", "", "output directory, created if missing (required)")
 	f.Uint64Var(&o.cfg.Seed, "seed", 0, "random seed of the weights")
 	f.StringVar(&o.cfg.Name, "name", "", "model name (default: the base name of --out)")
@@ -87,11 +86,10 @@ func runSynth(out io.Writer, o synthOptions) error {
 	if o.out == "" {
 		return fmt.Errorf("%w: --out is required", errUsage)
 	}
-	dt, err := swarm.ParseDType(o.dtype)
-	if err != nil {
+	var err error
+	if o.cfg.DType, o.cfg.Mix, err = synth.ParseDType(o.dtype); err != nil {
 		return fmt.Errorf("%w: --dtype: %w", errUsage, err)
 	}
-	o.cfg.DType = dt
 	if o.cfg.Name == "" {
 		o.cfg.Name = filepath.Base(filepath.Clean(o.out))
 	}

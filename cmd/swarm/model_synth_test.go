@@ -77,6 +77,29 @@ func TestModelSynthGemma3(t *testing.T) {
 	require.Contains(t, out, "sliding window 4 tokens, local:global pattern 2")
 }
 
+// TestModelSynthQ4_K_M synthesizes a Q4_K_M-style GGUF (`--dtype q4_k_m`)
+// and requires its info's s_m to be the larger block's exact bytes, and
+// `swarm generate --local` to run it.
+func TestModelSynthQ4_K_M(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "qm")
+	out, errOut, code := runSwarmProcess(t, "model", "synth", "--dim", "256", "--ffn", "512", "--heads", "4", "--kv-heads", "2",
+		"--dtype", "q4_k_m", "--formats", "gguf", "--out", dir, "--json")
+	require.Equal(t, 0, code, errOut)
+	var info swarm.ModelInfo
+	require.NoError(t, json.Unmarshal([]byte(out), &info))
+	require.Equal(t, swarm.DTypeQ4_K, info.DType)
+	// Block 1 of 2 (llama.cpp's use_more_bits: the last eighth) has attn_v
+	// and ffn_down in Q6_K (210 bytes per 256 values), the rest Q4_K (144),
+	// norms F32: q and o 256 rows of one super-block, k 128 rows, v 128 rows
+	// Q6_K, gate and up 512 rows, down 256 rows of two Q6_K super-blocks.
+	q4, q6 := int64(144), int64(210)
+	require.Equal(t, 2*256*4+256*q4+128*q4+128*q6+256*q4+2*512*q4+256*2*q6, info.BlockBytes)
+	out, errOut, code = runSwarmProcess(t, "generate", "--local", "--model", filepath.Join(dir, "qm.gguf"), "--prompt", "the cat",
+		"--temperature", "0", "--max-tokens", "4")
+	require.Equal(t, 0, code, errOut)
+	require.Regexp(t, `^the cat`, out)
+}
+
 // TestModelSynthErrors checks the usage errors of synth.
 func TestModelSynthErrors(t *testing.T) {
 	out := t.TempDir()
@@ -91,6 +114,8 @@ func TestModelSynthErrors(t *testing.T) {
 		{"kv heads", []string{"--out", out, "--heads", "4", "--kv-heads", "3"}, "kv-heads = 3"},
 		{"small vocab", []string{"--out", out, "--vocab", "100"}, "vocab = 100"},
 		{"q8_0 as hf", []string{"--out", out, "--dim", "64", "--ffn", "64", "--dtype", "q8_0"}, "safetensors"},
+		{"q4_k rows", []string{"--out", out, "--formats", "gguf", "--dtype", "q4_k"}, "q4_k needs dim, ffn and heads*head dim multiples of 256"},
+		{"unknown mix", []string{"--out", out, "--formats", "gguf", "--dtype", "q4_k_s"}, "or the mix q4_k_m"},
 		{"bad format", []string{"--out", out, "--formats", "onnx"}, `"onnx"`},
 		{"bad arch", []string{"--out", out, "--arch", "phi3"}, `arch "phi3", want one of [llama mistral qwen2 qwen3 gemma3]`},
 		{"qwen3 as llama2c", []string{"--out", out, "--arch", "qwen3", "--formats", "llama2c"}, "llama2.c checkpoints hold only the llama architecture"},
