@@ -52,6 +52,7 @@ var (
 var depRules = map[string]depRule{
 	"":                      {},
 	"cmd/swarm":             {},
+	"dashboard":             {only: []string{}},
 	"swarm":                 {only: []string{}, std: []string{"net", "os", "time"}},
 	"swarm/wire":            {only: vocabulary, std: []string{"net", "os", "time"}},
 	"swarm/p2p":             {never: []string{"registry", "server", "client", "placement", "routing", "blocks", "cmd"}},

@@ -126,6 +126,10 @@ type Config struct {
 	// RateBurst is how many requests may come at once above RateLimit
 	// (the token bucket's size; >= 1 with a RateLimit).
 	RateBurst int
+	// NodeID is the libp2p peer id of the node the gateway runs in (the
+	// proxy's client-only node with --bootstrap), shown in GET
+	// /api/v1/state; empty without one.
+	NodeID string
 	// Bans is the ban list of servers that failed, shared by the probes
 	// and every client of the gateway; nil creates one with the client
 	// package's defaults (PETALS' 15 s, doubling).
@@ -181,6 +185,7 @@ type Gateway struct {
 	log     *slog.Logger
 	http    *http.Client
 	reg     *prometheus.Registry
+	started time.Time // when New returned (State's Node.StartedAt)
 	metrics *metrics
 	usage   usageBook
 	// bans is the ban list shared by the gateway's probes and clients.
@@ -227,6 +232,7 @@ func New(cfg Config) (*Gateway, error) {
 		g.reg = prometheus.NewRegistry()
 	}
 	g.metrics = newMetrics(g.reg)
+	g.started = g.cfg.Now()
 	g.limits = newLimiters(cfg.RateLimit, cfg.RateBurst, g.cfg.Now)
 	g.bans = cfg.Bans
 	if g.bans == nil {

@@ -180,6 +180,7 @@ func (s *Session) Generate(ctx context.Context, p GenerateParams, emit func(stri
 		res.Route = s.Route()
 	}
 	s.g.count(s.req, res.RouteKind, res.PromptTokens, res.CompletionTokens, err)
+	s.g.metrics.duration.WithLabelValues(model, res.RouteKind).Observe(res.Duration.Seconds())
 	if res.TTFT > 0 {
 		s.g.metrics.ttft.WithLabelValues(model, res.RouteKind).Observe(res.TTFT.Seconds())
 		if res.CompletionTokens > 1 {

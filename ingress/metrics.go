@@ -9,6 +9,7 @@ type metrics struct {
 	requests    *prometheus.CounterVec
 	tokens      *prometheus.CounterVec
 	ttft        *prometheus.HistogramVec
+	duration    *prometheus.HistogramVec
 	tpot        *prometheus.HistogramVec
 	errors      *prometheus.CounterVec
 	retries     *prometheus.CounterVec
@@ -36,6 +37,11 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		ttft: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "swarm_ingress_ttft_seconds",
 			Help:    "Time to first token in seconds, from the request's arrival at the gateway (routing included), by model and route kind.",
+			Buckets: latencyBuckets,
+		}, []string{"model", "route"}),
+		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "swarm_ingress_request_seconds",
+			Help:    "Duration of generation requests in seconds, from arrival at the gateway to the last token, by model and route kind.",
 			Buckets: latencyBuckets,
 		}, []string{"model", "route"}),
 		tpot: prometheus.NewHistogramVec(prometheus.HistogramOpts{
@@ -76,7 +82,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Help: "Requests refused (429) for being over their API key's or address's rate limit.",
 		}),
 	}
-	reg.MustRegister(m.requests, m.tokens, m.ttft, m.tpot, m.errors, m.retries, m.probes, m.routes, m.inflight, m.keyRequests, m.keyTokens,
+	reg.MustRegister(m.requests, m.tokens, m.ttft, m.duration, m.tpot, m.errors, m.retries, m.probes, m.routes, m.inflight, m.keyRequests, m.keyTokens,
 		m.rateLimited)
 	return m
 }

@@ -31,6 +31,9 @@ func (j *joiner) followPlans(ctx context.Context, mv Mover) (stop func() error, 
 	} else if src, err = planner.NewClient(j.n.Host(), j.cfg.Planners); err != nil {
 		return nil, err
 	}
+	if j.pages != nil {
+		j.pages.plans.Store(&planSource{src})
+	}
 	var wg sync.WaitGroup
 	if r != nil {
 		rc := j.cfg.Replan

@@ -20,6 +20,9 @@ import (
 // new span too). It is safe for concurrent use.
 type front struct {
 	cur atomic.Pointer[frontTarget]
+	// pages, when not nil, serves the node's own pages (dashboard, state,
+	// metrics); set before the front serves.
+	pages *pages
 }
 
 // frontTarget is one span server and its HTTP handler.
@@ -38,7 +41,12 @@ func newFront() *front { return &front{} }
 func (f *front) set(srv *server.Server) { f.cur.Store(&frontTarget{srv: srv, h: srv.Handler()}) }
 
 // ServeHTTP serves GET /v1/info and /v1/inference of the current server.
+// With pages, it serves the dashboard, /api/v1/state and /metrics too.
 func (f *front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if f.pages != nil && f.pages.owns(r.URL.Path) {
+		f.pages.mux.ServeHTTP(w, r)
+		return
+	}
 	t := f.cur.Load()
 	if t == nil {
 		http.Error(w, errLoading.Error(), http.StatusServiceUnavailable)

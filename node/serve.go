@@ -182,6 +182,9 @@ type joiner struct {
 	log *slog.Logger
 
 	model swarm.ModelInfo
+	// pages are the server's dashboard, state and metrics pages (set by
+	// serve before it listens).
+	pages *pages
 	// base is what the server advertises: before it serves, then the
 	// announcer's latest entry (written under its lock).
 	base swarm.ServerInfo
@@ -320,6 +323,8 @@ func (j *joiner) serve(ctx context.Context, ready func(Serving) error) error {
 	scfg := j.cfg.Server
 	scfg.Blocks = j.span
 	f := newFront()
+	j.pages = newPages(j, f, nodeMetrics())
+	f.pages = j.pages
 	h := hosted{}
 	if scfg.Listen != "" {
 		ws, err := listenWebsocket(scfg.Listen, f, j.log, fatal)

@@ -41,6 +41,7 @@ type Server struct {
 	maxPayload int // largest frame payload accepted, bytes
 	upgrader   websocket.Upgrader
 
+	started  time.Time     // when New returned (ServerInfo.StartedAt)
 	draining chan struct{} // closed when Shutdown starts
 	conns    sync.WaitGroup
 	// loadChanged (1-buffered) is signalled when a session is admitted or
@@ -132,6 +133,7 @@ func newServer(ctx context.Context, cfg Config, log *slog.Logger, engine blocks.
 			// Clients are programs, not browsers: any origin may connect.
 			CheckOrigin: func(*http.Request) bool { return true },
 		},
+		started:     time.Now(),
 		draining:    make(chan struct{}),
 		loadChanged: make(chan struct{}, 1),
 		connsLocked: map[*conn]struct{}{},
@@ -166,9 +168,13 @@ func (s *Server) Info() api.Info {
 	mi := s.info
 	s.mu.Lock()
 	endpoints := append(append([]string(nil), s.endpointsLocked...), s.extraEndpointsLocked...)
+	signer := s.signerLocked
 	s.mu.Unlock()
 	id := ""
-	if len(endpoints) > 0 {
+	switch {
+	case signer != nil && signer.Peer != "":
+		id = signer.Peer // the node's peer id, its registry node id
+	case len(endpoints) > 0:
 		id = endpoints[0]
 	}
 	state := api.StateServing
@@ -184,6 +190,7 @@ func (s *Server) Info() api.Info {
 			SlidingWindow: s.info.SlidingWindow, SlidingPattern: s.info.SlidingPattern,
 			CacheBytesFree: snap.CacheBytesFree,
 			Sessions:       snap.Loads(), Endpoints: endpoints, ProtocolVersion: swarm.ProtocolVersion,
+			Version: swarm.Version, StartedAt: s.started.Unix(), TokensServed: s.steps.tokens.Load(),
 		},
 		ModelInfo:      &mi,
 		State:          state,

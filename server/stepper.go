@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/swarmllm/swarm/blocks"
@@ -40,6 +41,8 @@ type stepper struct {
 	done   chan struct{} // closed when the loop has ended
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
+	// tokens counts the rows computed without error (TokensServed).
+	tokens atomic.Int64
 }
 
 // stepReq is one session's step waiting in the loop: hidden states
@@ -156,6 +159,7 @@ func (p *stepper) run(ctx context.Context) {
 				r.out = append(r.out, res[i].Hidden...)
 			}
 			r.taken += steps[i].NTokens
+			p.tokens.Add(int64(steps[i].NTokens))
 		}
 		kept := queue[:0]
 		for _, r := range queue {

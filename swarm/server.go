@@ -228,6 +228,17 @@ type ServerInfo struct {
 	// Draining (node.Candidates.Health). Both are empty when not moving.
 	MovingTo Span `json:"moving_to,omitzero"`
 	Draining Span `json:"draining,omitzero"`
+	// Version is the build of swarm the server runs (Version of its
+	// binary, e.g. "v0.3.0-12-gabc1234"; "dev" for an unstamped build).
+	// Empty from older servers.
+	Version string `json:"version,omitempty"`
+	// StartedAt is when the server started serving its first span, Unix
+	// seconds (its uptime is now - StartedAt); 0 from older servers.
+	StartedAt int64 `json:"started_at,omitempty"`
+	// TokensServed counts the token positions the server has computed
+	// through its current span since it loaded it (prefill and decode,
+	// every session); 0 from older servers.
+	TokensServed int64 `json:"tokens_served,omitempty"`
 }
 
 // CacheBytes returns the attention-cache bytes this server needs for one

@@ -10,9 +10,12 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/spf13/cobra"
 
 	"github.com/swarmllm/swarm/client"
+	"github.com/swarmllm/swarm/dashboard"
 	"github.com/swarmllm/swarm/ingress"
 	"github.com/swarmllm/swarm/ingress/openai"
 	"github.com/swarmllm/swarm/ingress/petals"
@@ -175,6 +178,7 @@ func newProxyHandler(gw *ingress.Gateway) (http.Handler, error) {
 	mux.Handle("GET /api/v1/state", gw.StateHandler())
 	mux.Handle("GET /api/v1/usage", gw.UsageHandler())
 	mux.Handle("GET /metrics", gw.MetricsHandler())
+	dashboard.Mount(mux) // GET / and its assets
 	mux.HandleFunc("GET /health", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		_, _ = io.WriteString(w, `{"status":"ok"}`+"\n")
@@ -184,7 +188,8 @@ func newProxyHandler(gw *ingress.Gateway) (http.Handler, error) {
 
 // newGateway builds the gateway of the proxy flags; source is the registry
 // source with --bootstrap (nil otherwise).
-func newGateway(ctx context.Context, errOut io.Writer, o proxyOptions, logger *slog.Logger, source ingress.Source) (*ingress.Gateway, error) {
+// nodeID is the proxy's libp2p peer id with --bootstrap ("" otherwise).
+func newGateway(ctx context.Context, errOut io.Writer, o proxyOptions, logger *slog.Logger, source ingress.Source, nodeID string) (*ingress.Gateway, error) {
 	switch {
 	case len(o.models) == 0:
 		return nil, fmt.Errorf("%w: --model is required", errUsage)
@@ -202,6 +207,8 @@ func newGateway(ctx context.Context, errOut io.Writer, o proxyOptions, logger *s
 	cfg := ingress.DefaultConfig()
 	cfg.Refresh, cfg.MaxRetries, cfg.Logger = o.refresh, o.maxRetries, logger
 	cfg.RateLimit, cfg.RateBurst, cfg.CoverageWait = o.rateLimit, o.rateBurst, o.coverageWait
+	cfg.NodeID, cfg.Registry = nodeID, prometheus.NewRegistry()
+	cfg.Registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	cfg.ClientOptions = []client.Option{client.WithStepTimeout(o.stepTimeout), client.WithAllocTimeout(o.allocTimeout),
 		client.WithWireDType(dtype), client.WithLogger(logger)}
 	if len(o.p2p.Bootstrap) == 0 {
@@ -254,6 +261,7 @@ func runProxy(ctx context.Context, out, errOut io.Writer, o proxyOptions) error 
 	}
 	logger := slog.New(slog.NewTextHandler(errOut, &slog.HandlerOptions{Level: level}))
 	var source ingress.Source
+	nodeID := ""
 	if len(o.p2p.Bootstrap) > 0 {
 		if err := o.p2p.Validate(); err != nil {
 			return fmt.Errorf("%w: %w", errUsage, err)
@@ -272,9 +280,10 @@ func runProxy(ctx context.Context, out, errOut io.Writer, o proxyOptions) error 
 		}
 		defer cn.Close()
 		source = node.NewSource(cn, nil)
+		nodeID = cn.Node.ID().String()
 		logger.Info("joined the swarm as a client-only node", "id", cn.Node.ID().String())
 	}
-	gw, err := newGateway(ctx, errOut, o, logger, source)
+	gw, err := newGateway(ctx, errOut, o, logger, source, nodeID)
 	if err != nil {
 		return err
 	}

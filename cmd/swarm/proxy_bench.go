@@ -91,7 +91,7 @@ func runProxyBench(ctx context.Context, out io.Writer, o benchOptions) error {
 	if proxyURL == "" {
 		gw, err := newGateway(ctx, io.Discard, proxyOptions{models: []string{o.model}, tokenizers: nonEmpty(o.tokenizer), servers: o.servers,
 			refresh: time.Second, maxRetries: 0, stepTimeout: client.DefaultStepTimeout, allocTimeout: client.DefaultAllocTimeout, wireDType: "f32"},
-			slog.New(slog.DiscardHandler), nil)
+			slog.New(slog.DiscardHandler), nil, "")
 		if err != nil {
 			return err
 		}

@@ -1,0 +1,233 @@
+package node
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io/fs"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"golang.org/x/net/html"
+
+	"github.com/swarmllm/swarm/ingress"
+	"github.com/swarmllm/swarm/registry/registrytest"
+	"github.com/swarmllm/swarm/swarm"
+)
+
+// dashboardSpans are five fixed spans of stories260K's 5 blocks; by hand,
+// block 0 is hosted by 0:2 and 0:3, block 1 by 0:2, 0:3 and 1:4, block 2
+// by 2:5, 0:3 and 1:4, block 3 by 2:5, 3:5 and 1:4, block 4 by 2:5 and 3:5.
+var (
+	dashboardSpans    = []swarm.Span{span(0, 2), span(2, 5), span(0, 3), span(3, 5), span(1, 4)}
+	dashboardCoverage = []int{2, 3, 3, 3, 2}
+)
+
+// startDashboardSwarm runs len(spans) servers of stories260K on their own
+// libp2p nodes (bootstrapped from one more node) with loopback websockets,
+// and returns their websocket URLs and peer ids once the first server's
+// registry replica sees them all SERVING.
+func startDashboardSwarm(t *testing.T, spans []swarm.Span) (urls, ids []string) {
+	t.Helper()
+	cache := t.TempDir()
+	boot := joinMember(t, registrytest.P2PConfig(nil))
+	var first *member
+	for i, s := range spans {
+		m := joinMember(t, registrytest.P2PConfig(boot.node))
+		if first == nil {
+			first = m
+		}
+		cfg := serverConfig(t, cache, boot)
+		cfg.Auto, cfg.Server.Blocks, cfg.Server.Listen, cfg.Server.MemoryBytes = false, s, "127.0.0.1:0", 0
+		cfg.Provider = "volunteer-" + strconv.Itoa(i+1)
+		_, ready, _ := runServer(t, m, cfg)
+		select {
+		case sv := <-ready:
+			urls, ids = append(urls, sv.URL), append(ids, sv.ID)
+		case <-time.After(p2pTimeout):
+			t.Fatalf("server %d (span %v) did not start", i, s)
+		}
+	}
+	// Wait until the first server's replica has every server SERVING.
+	ctx, cancel := context.WithTimeout(t.Context(), p2pTimeout)
+	defer cancel()
+	events := first.reg.Watch(ctx)
+	for {
+		serving := 0
+		for _, e := range first.reg.Snapshot() {
+			if e.State == swarm.StateServing {
+				serving++
+			}
+		}
+		if serving == len(spans) {
+			return urls, ids
+		}
+		select {
+		case <-events:
+		case <-ctx.Done():
+			t.Fatalf("the first server's registry shows %d of %d servers SERVING", serving, len(spans))
+		}
+	}
+}
+
+// pageBase is the http:// base of a server's websocket URL.
+func pageBase(t *testing.T, wsURL string) string {
+	t.Helper()
+	base, ok := strings.CutSuffix(strings.Replace(wsURL, "ws://", "http://", 1), "/v1/inference")
+	require.True(t, ok, "websocket URL %q", wsURL)
+	return base
+}
+
+// TestServerState_FiveServers reads GET /api/v1/state of one server of a
+// live 5-server swarm: every server by peer id, the coverage counted by
+// hand, the node itself.
+func TestServerState_FiveServers(t *testing.T) {
+	urls, ids := startDashboardSwarm(t, dashboardSpans)
+	resp, err := http.Get(pageBase(t, urls[0]) + "/api/v1/state")
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	var st ingress.State
+	require.NoError(t, json.NewDecoder(resp.Body).Decode(&st))
+	require.NotNil(t, st.Node)
+	require.Equal(t, ids[0], st.Node.ID)
+	require.Equal(t, "server", st.Node.Role)
+	require.Equal(t, swarm.Version, st.Node.Version)
+	require.Len(t, st.Models, 1)
+	m := st.Models[0]
+	require.Equal(t, "stories260K", m.Name)
+	require.Equal(t, 5, m.Blocks)
+	require.Equal(t, dashboardCoverage, m.Coverage)
+	require.Equal(t, "ok", m.Health)
+	var got []string
+	for _, s := range m.Servers {
+		got = append(got, s.ID)
+		require.Equal(t, "serving", s.State)
+		require.Equal(t, "cpu", s.Device)
+		require.Equal(t, swarm.Version, s.Version)
+		require.Positive(t, s.StartedAt)
+		require.Positive(t, s.Tau)
+		require.True(t, strings.HasPrefix(s.Provider, "volunteer-"), s.Provider)
+	}
+	require.ElementsMatch(t, ids, got)
+	for b, n := range m.Coverage {
+		// No session is open: every server's cache is free, headroom 1 each.
+		require.InDelta(t, float64(n), m.Headroom[b], 1e-9, "block %d", b)
+	}
+}
+
+// chromium returns Debian's headless browser, or skips the test when it is
+// not installed (.ci/run installs it).
+func chromium(t *testing.T) string {
+	t.Helper()
+	for _, name := range []string{"chromium", "chromium-browser"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p
+		}
+	}
+	t.Skip("chromium is not installed (apt-get install chromium)")
+	return ""
+}
+
+// runChromium loads url headless, letting the page run for 6 s of virtual
+// time (its polls included), with args added (--dump-dom,
+// --screenshot=...); it returns stdout.
+func runChromium(t *testing.T, bin, url string, args ...string) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	full := append([]string{"--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+		"--disable-background-networking", "--disable-component-update", "--disable-sync", "--disable-dev-shm-usage",
+		"--user-data-dir=" + t.TempDir(), "--window-size=1400,900", "--virtual-time-budget=6000"}, args...)
+	cmd := exec.CommandContext(ctx, bin, append(full, url)...)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	require.NoError(t, err, "chromium: %s", stderr.String())
+	return string(out)
+}
+
+// artifactDir is where tests keep artifacts: $SWARM_ARTIFACTS, else
+// $TMPDIR/swarm-artifacts.
+func artifactDir(t *testing.T) string {
+	t.Helper()
+	dir := os.Getenv("SWARM_ARTIFACTS")
+	if dir == "" {
+		dir = filepath.Join(os.TempDir(), "swarm-artifacts")
+	}
+	require.NoError(t, os.MkdirAll(dir, 0o755))
+	return dir
+}
+
+// findAll returns the elements under n whose class attribute lists class.
+func findAll(n *html.Node, class string) []*html.Node {
+	var out []*html.Node
+	if n.Type == html.ElementNode {
+		for _, a := range n.Attr {
+			if a.Key == "class" && strings.Contains(" "+a.Val+" ", " "+class+" ") {
+				out = append(out, n)
+			}
+		}
+	}
+	for c := n.FirstChild; c != nil; c = c.NextSibling {
+		out = append(out, findAll(c, class)...)
+	}
+	return out
+}
+
+func attr(n *html.Node, key string) string {
+	for _, a := range n.Attr {
+		if a.Key == key {
+			return a.Val
+		}
+	}
+	return ""
+}
+
+// TestDashboard_Chromium loads GET / of one server of a live 5-server
+// swarm in headless chromium and checks the DOM the page's script drew:
+// one model, 5 server rows (one per peer id), 5 coverage cells with the
+// servers per block counted by hand. The screenshot is kept as
+// dashboard-5-servers.png in the artifact directory (artifactDir).
+func TestDashboard_Chromium(t *testing.T) {
+	bin := chromium(t)
+	urls, ids := startDashboardSwarm(t, dashboardSpans)
+	page := pageBase(t, urls[2]) + "/"
+
+	doc, err := html.Parse(strings.NewReader(runChromium(t, bin, page, "--dump-dom")))
+	require.NoError(t, err)
+	models := findAll(doc, "model")
+	require.Len(t, models, 1, "model sections")
+	require.Equal(t, "stories260K", attr(models[0], "data-model"))
+	rows := findAll(doc, "server-row")
+	require.Len(t, rows, len(ids), "server rows")
+	var rowIDs []string
+	for _, r := range rows {
+		rowIDs = append(rowIDs, attr(r, "data-id"))
+	}
+	require.ElementsMatch(t, ids, rowIDs)
+	cells := findAll(doc, "cov-cell")
+	require.Len(t, cells, 5, "coverage cells, one per block")
+	for b, c := range cells {
+		require.Equal(t, strconv.Itoa(b), attr(c, "data-block"))
+		require.Equal(t, strconv.Itoa(dashboardCoverage[b]), attr(c, "data-servers"), "block %d", b)
+	}
+	require.Len(t, findAll(doc, "state-serving"), len(ids), "every server's state badge says serving")
+
+	shot := filepath.Join(artifactDir(t), "dashboard-5-servers.png")
+	if err := os.Remove(shot); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		require.NoError(t, err, "removing the previous screenshot")
+	}
+	runChromium(t, bin, page, "--screenshot="+shot)
+	fi, err := os.Stat(shot)
+	require.NoError(t, err)
+	require.Greater(t, fi.Size(), int64(10_000), "a 1400x900 screenshot")
+	t.Logf("screenshot: %s", shot)
+}
