@@ -3,13 +3,17 @@ GO      ?= go
 BIN     ?= bin/swarm
 PKGS    ?= ./...
 TIMEOUT ?= 25m
+# The build's version (`swarm --version`, /v1/info, the dashboard): the
+# nearest tag and commit, "dev" outside a git checkout.
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+LDFLAGS ?= -X github.com/swarmllm/swarm/swarm.Version=$(VERSION)
 
 .PHONY: all build test vet fmt-check cross oracles demo bench fuzz tidy clean
 
 all: build
 
 build:
-	CGO_ENABLED=0 $(GO) build -o $(BIN) ./cmd/swarm
+	CGO_ENABLED=0 $(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/swarm
 
 # The tests: formatting, vet, the other platforms build, the llama.cpp
 # oracle's every row, then every package with the race detector.

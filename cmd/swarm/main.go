@@ -12,10 +12,9 @@ import (
 	"syscall"
 
 	"github.com/spf13/cobra"
-)
 
-// version is set at build time with -ldflags "-X main.version=...".
-var version = "dev"
+	"github.com/swarmllm/swarm/swarm"
+)
 
 func newRootCmd() *cobra.Command {
 	root := &cobra.Command{
@@ -27,7 +26,7 @@ through a chain of servers chosen by CG-BP placement and WS-RR routing.
 
 Spans are 0-based and half-open ("--blocks 0:2" hosts blocks 0 and 1),
 durations use Go syntax ("10ms"), sizes are bytes.`,
-		Version:       version,
+		Version:       swarm.Version, // stamped by `make build`; "dev" otherwise
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
