@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"io/fs"
 	"net/http"
 	"os"
@@ -17,6 +18,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"golang.org/x/net/html"
 
+	"github.com/swarmllm/swarm/client"
 	"github.com/swarmllm/swarm/ingress"
 	"github.com/swarmllm/swarm/registry/registrytest"
 	"github.com/swarmllm/swarm/swarm"
@@ -230,4 +232,84 @@ func TestDashboard_Chromium(t *testing.T) {
 	require.NoError(t, err)
 	require.Greater(t, fi.Size(), int64(10_000), "a 1400x900 screenshot")
 	t.Logf("screenshot: %s", shot)
+}
+
+// getBody GETs url and returns its body (status 200 required).
+func getBody(t *testing.T, url string) string {
+	t.Helper()
+	resp, err := http.Get(url)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	require.Equal(t, http.StatusOK, resp.StatusCode, "GET %s: %s", url, b)
+	return string(b)
+}
+
+// metricValue is the value of the sample line "NAME VALUE" (no labels),
+// or -1 when absent.
+func metricValue(t *testing.T, text, name string) float64 {
+	t.Helper()
+	for line := range strings.Lines(text) {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), name+" "); ok {
+			f, err := strconv.ParseFloat(v, 64)
+			require.NoError(t, err, line)
+			return f
+		}
+	}
+	return -1
+}
+
+// TestServerMetrics_Session runs one session of 4 positions (a prompt of
+// 3, then 1) through a live 5-server swarm and reads every server's GET
+// /metrics and /api/v1/state: each hop of the chain computed 4 token rows,
+// the others none; the collectors named in server.NewMetrics and the Go
+// and process collectors are there.
+func TestServerMetrics_Session(t *testing.T) {
+	urls, ids := startDashboardSwarm(t, dashboardSpans)
+	cl, err := client.New(loadHead(t), urls)
+	require.NoError(t, err)
+	ctx, cancel := context.WithTimeout(t.Context(), p2pTimeout)
+	defer cancel()
+	sess, err := cl.Open(ctx, 16)
+	require.NoError(t, err)
+	d := 64 // stories260K's d_model
+	_, err = sess.Forward(ctx, 0, make([]float32, 3*d), 3)
+	require.NoError(t, err)
+	_, err = sess.Forward(ctx, 3, make([]float32, d), 1)
+	require.NoError(t, err)
+	hops := map[string]bool{}
+	for _, h := range sess.Chain() {
+		hops[h.Server] = true
+	}
+	require.GreaterOrEqual(t, len(hops), 2, "no server hosts all 5 blocks")
+	require.NoError(t, sess.Close())
+
+	for i, u := range urls {
+		want := 0.0
+		if hops[u] {
+			want = 4
+		}
+		text := getBody(t, pageBase(t, u)+"/metrics")
+		require.Equal(t, want, metricValue(t, text, "swarm_server_tokens_total"), "server %d (%s)", i, u)
+		for _, name := range []string{"swarm_server_sessions", "swarm_server_step_queue", "swarm_server_cache_bytes_free",
+			"swarm_server_step_seconds_count", "swarm_server_batch_seconds_count", "swarm_server_batch_rows_count",
+			"swarm_server_sessions_opened_total", "go_goroutines", "process_cpu_seconds_total"} {
+			require.GreaterOrEqual(t, metricValue(t, text, name), 0.0, "server %d: %s missing", i, name)
+		}
+		require.Equal(t, 0.0, metricValue(t, text, "swarm_server_sessions"), "the session is closed")
+		if hops[u] {
+			require.Equal(t, 2.0, metricValue(t, text, "swarm_server_step_seconds_count"), "two steps")
+			require.Equal(t, 1.0, metricValue(t, text, "swarm_server_sessions_opened_total"))
+			require.Contains(t, text, `swarm_server_bytes_total{direction="in"}`)
+			require.Contains(t, text, `swarm_server_bytes_total{direction="out"}`)
+		}
+		var st ingress.State
+		require.NoError(t, json.Unmarshal([]byte(getBody(t, pageBase(t, u)+"/api/v1/state")), &st))
+		for _, s := range st.Models[0].Servers {
+			if s.ID == ids[i] {
+				require.Equal(t, int64(want), s.TokensServed, "server %d's own row is live", i)
+			}
+		}
+	}
 }

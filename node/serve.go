@@ -185,6 +185,9 @@ type joiner struct {
 	// pages are the server's dashboard, state and metrics pages (set by
 	// serve before it listens).
 	pages *pages
+	// metrics are the span servers' collectors, shared by the servers a
+	// move loads (set by serve before it loads).
+	metrics *server.Metrics
 	// base is what the server advertises: before it serves, then the
 	// announcer's latest entry (written under its lock).
 	base swarm.ServerInfo
@@ -323,7 +326,13 @@ func (j *joiner) serve(ctx context.Context, ready func(Serving) error) error {
 	scfg := j.cfg.Server
 	scfg.Blocks = j.span
 	f := newFront()
-	j.pages = newPages(j, f, nodeMetrics())
+	reg := nodeMetrics()
+	sm, err := server.NewMetrics(reg)
+	if err != nil {
+		return j.down(err)
+	}
+	j.metrics = sm
+	j.pages = newPages(j, f, reg)
 	f.pages = j.pages
 	h := hosted{}
 	if scfg.Listen != "" {
@@ -399,6 +408,7 @@ func (j *joiner) load(ctx context.Context, cfg server.Config, url string) (*serv
 	if err != nil {
 		return nil, err
 	}
+	srv.SetMetrics(j.metrics)
 	if key := j.n.PrivateKey(); key != nil {
 		srv.SetInfoSigner(server.InfoSigner{Peer: j.n.ID().String(), Sign: key.Sign})
 	}

@@ -74,6 +74,7 @@ func (c *conn) serve() {
 			}
 			return
 		}
+		c.s.observeFrame("in", f)
 		switch f := f.(type) {
 		case *wire.Open:
 			c.mu.Lock()
@@ -118,7 +119,9 @@ func (c *conn) sendNow(f wire.Frame) {
 		c.log.Debug("write failed: closing the connection", "frame", f.Type().String(), "err", err)
 		c.cancel()
 		c.fc.Close()
+		return
 	}
+	c.s.observeFrame("out", f)
 }
 
 // sendError answers a request about session sid with an Error frame whose

@@ -36,7 +36,8 @@ type Server struct {
 	memory     int64
 	adm        *admission.Controller
 	timing     timing
-	steps      *stepper // the step loop all sessions compute through
+	steps      *stepper                // the step loop all sessions compute through
+	metrics    atomic.Pointer[Metrics] // SetMetrics; nil: not reported
 	peers      *peerSessions
 	maxPayload int // largest frame payload accepted, bytes
 	upgrader   websocket.Upgrader
@@ -124,9 +125,9 @@ func newServer(ctx context.Context, cfg Config, log *slog.Logger, engine blocks.
 	if err != nil {
 		return nil, err
 	}
-	return &Server{
+	s := &Server{
 		cfg: cfg, log: log, engine: engine, backend: backend, info: info, maxLength: maxLength, memory: memory,
-		adm: adm, timing: t, steps: newStepper(batchEngine(engine), batchTokens, log),
+		adm: adm, timing: t,
 		peers:      newPeerSessions(cfg.MaxSessionsPerPeer),
 		maxPayload: wire.MaxStepPayload(maxLength, info.DModel),
 		upgrader: websocket.Upgrader{
@@ -137,7 +138,9 @@ func newServer(ctx context.Context, cfg Config, log *slog.Logger, engine blocks.
 		draining:    make(chan struct{}),
 		loadChanged: make(chan struct{}, 1),
 		connsLocked: map[*conn]struct{}{},
-	}, nil
+	}
+	s.steps = newStepper(batchEngine(engine), batchTokens, log, s.observeBatch)
+	return s, nil
 }
 
 // ModelInfo describes the model the hosted span belongs to.

@@ -214,6 +214,7 @@ func (s *session) forward(st *wire.Step) {
 	now := time.Now()
 	out, err := s.c.s.steps.forward(s.c.ctx, s.es, st.Position, h.Data, h.NTokens)
 	compute := time.Since(now)
+	s.c.s.observeStep(compute)
 	if err != nil {
 		s.c.sendError(s.id, fmt.Errorf("server: step at position %d: %w", st.Position, err))
 		return

@@ -43,6 +43,10 @@ type stepper struct {
 	wg     sync.WaitGroup
 	// tokens counts the rows computed without error (TokensServed).
 	tokens atomic.Int64
+	// waiting is the number of steps in the loop's queue.
+	waiting atomic.Int64
+	// onBatch, if not nil, is told each batch's rows and compute time.
+	onBatch func(rows int, d time.Duration)
 }
 
 // stepReq is one session's step waiting in the loop: hidden states
@@ -58,10 +62,11 @@ type stepReq struct {
 	answer chan struct{} // closed when out or err is set
 }
 
-// newStepper starts the step loop over e; Close stops it.
-func newStepper(e blocks.BatchEngine, budget int, log *slog.Logger) *stepper {
+// newStepper starts the step loop over e; Close stops it. onBatch, if not
+// nil, is told each batch's rows and compute time, from the loop.
+func newStepper(e blocks.BatchEngine, budget int, log *slog.Logger, onBatch func(rows int, d time.Duration)) *stepper {
 	ctx, cancel := context.WithCancel(context.Background())
-	p := &stepper{engine: e, budget: budget, log: log, reqs: make(chan *stepReq), done: make(chan struct{}), cancel: cancel}
+	p := &stepper{engine: e, budget: budget, log: log, reqs: make(chan *stepReq), done: make(chan struct{}), cancel: cancel, onBatch: onBatch}
 	p.wg.Add(1)
 	go func() {
 		defer p.wg.Done()
@@ -127,6 +132,7 @@ func (p *stepper) run(ctx context.Context) {
 			}
 		}
 		queue = p.gather(ctx, queue, recent, last/lingerFraction)
+		p.waiting.Store(int64(len(queue)))
 		if ctx.Err() != nil {
 			return
 		}
@@ -145,6 +151,9 @@ func (p *stepper) run(ctx context.Context) {
 		res := p.engine.ForwardBatch(ctx, steps)
 		last = time.Since(start)
 		p.log.Debug("batch", "steps", len(steps), "rows", rowsOf(steps), "waiting", len(queue), "seconds", last.Seconds())
+		if p.onBatch != nil {
+			p.onBatch(rowsOf(steps), last)
+		}
 		for i, r := range reqs {
 			if err := res[i].Err; err != nil {
 				r.err = err
@@ -175,6 +184,7 @@ func (p *stepper) run(ctx context.Context) {
 		}
 		clear(queue[len(kept):])
 		queue = kept
+		p.waiting.Store(int64(len(queue)))
 	}
 }
 

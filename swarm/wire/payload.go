@@ -236,3 +236,6 @@ func (r *payloadReader) hidden() Hidden {
 	h.Data, r.err = DecodeTensor(nil, h.DType, raw)
 	return h
 }
+
+// EncodedLen is the size of f on the wire, header included, in bytes.
+func EncodedLen(f Frame) int { return HeaderLen + payloadLen(f) }
