@@ -181,6 +181,7 @@ func (s *Session) Generate(ctx context.Context, p GenerateParams, emit func(stri
 	}
 	s.g.count(s.req, res.RouteKind, res.PromptTokens, res.CompletionTokens, err)
 	s.g.metrics.duration.WithLabelValues(model, res.RouteKind).Observe(res.Duration.Seconds())
+	record(ctx, model, res.RouteKind, res)
 	if res.TTFT > 0 {
 		s.g.metrics.ttft.WithLabelValues(model, res.RouteKind).Observe(res.TTFT.Seconds())
 		if res.CompletionTokens > 1 {

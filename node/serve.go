@@ -361,7 +361,7 @@ func (j *joiner) serve(ctx context.Context, ready func(Serving) error) error {
 	if err := a.publish(); err != nil {
 		return j.down(errors.Join(err, h.ws.stop(), srv.Close()))
 	}
-	j.log.Info("announced SERVING", "span", j.span.String(), "url", h.url(), "id", j.reg.ID())
+	j.log.Info("announced SERVING", "span", j.span.String(), "url", h.url())
 
 	// A move in flight ends with rctx: when ctx ends or serving fails.
 	rctx, cancelMoves := context.WithCancel(ctx)

@@ -94,6 +94,7 @@ type proxyOptions struct {
 	rateBurst    int
 	coverageWait time.Duration
 	logLevel     string
+	logFormat    string
 
 	stepTimeout  time.Duration
 	allocTimeout time.Duration
@@ -143,6 +144,7 @@ func newProxyCmd() *cobra.Command {
 	f.DurationVar(&o.allocTimeout, "alloc-timeout", client.DefaultAllocTimeout, "how long a block server may queue a session for attention-cache room")
 	f.StringVar(&o.wireDType, "wire-dtype", "f32", "dtype of hidden states sent to block servers: f32 (exact), f16 or bf16")
 	f.StringVar(&o.logLevel, "log-level", "info", "stderr log level: debug, info, warn or error")
+	f.StringVar(&o.logFormat, "log-format", "text", logFormatHelp)
 	f.DurationVar(&o.http.ReadTimeout, "read-timeout", o.http.ReadTimeout, "how long a client may take to send a whole request, body included, before it is disconnected (streamed answers are not bounded)")
 	f.DurationVar(&o.http.IdleTimeout, "idle-timeout", o.http.IdleTimeout, "how long a keep-alive connection may stay idle between requests")
 	f.IntVar(&o.http.MaxConnections, "max-connections", o.http.MaxConnections, "most client connections served at once; more wait until one closes")
@@ -243,9 +245,9 @@ func newGateway(ctx context.Context, errOut io.Writer, o proxyOptions, logger *s
 
 // runProxy serves until ctx ends, then shuts the HTTP server down.
 func runProxy(ctx context.Context, out, errOut io.Writer, o proxyOptions) error {
-	var level slog.Level
-	if err := level.UnmarshalText([]byte(o.logLevel)); err != nil {
-		return fmt.Errorf("%w: --log-level %q: want debug, info, warn or error", errUsage, o.logLevel)
+	logger, err := newLogger(errOut, o.logLevel, o.logFormat)
+	if err != nil {
+		return err
 	}
 	if o.refresh <= 0 {
 		return fmt.Errorf("%w: --refresh %v, want > 0", errUsage, o.refresh)
@@ -259,7 +261,6 @@ func runProxy(ctx context.Context, out, errOut io.Writer, o proxyOptions) error 
 	if _, _, err := net.SplitHostPort(o.listen); err != nil {
 		return fmt.Errorf("%w: --listen %q: want HOST:PORT (e.g. 127.0.0.1:8000): %w", errUsage, o.listen, err)
 	}
-	logger := slog.New(slog.NewTextHandler(errOut, &slog.HandlerOptions{Level: level}))
 	var source ingress.Source
 	nodeID := ""
 	if len(o.p2p.Bootstrap) > 0 {
@@ -295,6 +296,7 @@ func runProxy(ctx context.Context, out, errOut io.Writer, o proxyOptions) error 
 	if h, err = openai.CORS(o.cors, h); err != nil {
 		return fmt.Errorf("%w: --cors-origins: %w", errUsage, err)
 	}
+	h = ingress.AccessLog(logger, h) // a request id and one log line per request
 	ln, err := net.Listen("tcp", o.listen)
 	if err != nil {
 		return fmt.Errorf("proxy: listen on %s: %w", o.listen, err)

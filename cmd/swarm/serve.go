@@ -87,8 +87,9 @@ Examples:
 
 // serveOptions are the flags of `swarm serve` that are not server.Config.
 type serveOptions struct {
-	blocks   string
-	logLevel string
+	blocks    string
+	logLevel  string
+	logFormat string
 
 	p2p            p2p.Config
 	reg            registry.Config
@@ -146,6 +147,7 @@ func newServeCmd() *cobra.Command {
 	f.BoolVar(&cfg.Remeasure, "remeasure", false, "measure tau and tauI even if the measurement cache has them for this model, span and hardware")
 	f.StringVar(&cfg.MeasureCacheDir, "measure-cache", "", "directory of the measurement cache (default: the user cache directory + /swarm/measure)")
 	f.StringVar(&o.logLevel, "log-level", "info", "stderr log level: debug, info, warn or error")
+	f.StringVar(&o.logFormat, "log-format", "text", logFormatHelp)
 	o.p2p.AddFlags(f)
 	o.reg.AddFlags(f)
 	f.IntVar(&o.targetSessions, "target-sessions", o.targetSessions, "with --blocks auto: R, the concurrent sessions the placement guarantees room for (paper 003 Sec. 3.3.1:\n"+
@@ -219,9 +221,9 @@ func (o *serveOptions) resolve(cfg *server.Config, changed func(string) bool) er
 // runServe serves until ctx ends (SIGTERM/SIGINT), then drains and returns
 // nil: alone (a fixed span, no libp2p flag) or as a member of the swarm.
 func runServe(ctx context.Context, out, errOut io.Writer, cfg server.Config, o serveOptions) error {
-	var level slog.Level
-	if err := level.UnmarshalText([]byte(o.logLevel)); err != nil {
-		return fmt.Errorf("%w: --log-level %q: want debug, info, warn or error", errUsage, o.logLevel)
+	logger, err := newLogger(errOut, o.logLevel, o.logFormat)
+	if err != nil {
+		return err
 	}
 	if err := cfg.Validate(); err != nil {
 		return fmt.Errorf("%w: %w", errUsage, err)
@@ -231,7 +233,6 @@ func runServe(ctx context.Context, out, errOut io.Writer, cfg server.Config, o s
 		return err
 	}
 	cfg.Model, cfg.OpenFile = src.Path, src.OpenFile()
-	logger := slog.New(slog.NewTextHandler(errOut, &slog.HandlerOptions{Level: level}))
 	if o.swarm {
 		return runSwarmServe(ctx, out, logger, cfg, o)
 	}
@@ -291,7 +292,7 @@ func runSwarmServe(ctx context.Context, out io.Writer, logger *slog.Logger, cfg 
 		return err
 	}
 	defer reg.Close()
-	logger.Info("joined the node network", "id", n.ID().String(), "addrs", fmt.Sprint(n.Addrs()), "bootstrap", len(boot))
+	logger.Info("joined the node network", "bootstrap", len(boot)) // "p2p node started" named the id and addresses
 	sc := node.ServerConfig{
 		Server: cfg, Auto: o.auto, Sessions: o.targetSessions, MaxLength: o.maxLength,
 		JoinSettle: o.joinSettle, Provider: o.provider, LoadRefresh: o.reg.HeartbeatInterval, Bootstrap: boot, Planners: planners,

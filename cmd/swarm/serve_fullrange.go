@@ -67,9 +67,9 @@ func addFullRangeFlags(f *pflag.FlagSet) *fullRangeOptions {
 // runServeFullRange runs `swarm serve --full-range`: the replica's sidecar,
 // alone or published in the registry.
 func runServeFullRange(ctx context.Context, out, errOut io.Writer, cfg server.Config, o serveOptions, fr *fullRangeOptions, joinSwarm bool) error {
-	var level slog.Level
-	if err := level.UnmarshalText([]byte(o.logLevel)); err != nil {
-		return fmt.Errorf("%w: --log-level %q: want debug, info, warn or error", errUsage, o.logLevel)
+	logger, err := newLogger(errOut, o.logLevel, o.logFormat)
+	if err != nil {
+		return err
 	}
 	if o.blocks != "" {
 		return fmt.Errorf("%w: --blocks and --full-range exclude each other (a replica hosts the whole model)", errUsage)
@@ -100,7 +100,6 @@ func runServeFullRange(ctx context.Context, out, errOut io.Writer, cfg server.Co
 	if err := c.Validate(); err != nil {
 		return fmt.Errorf("%w: %w", errUsage, err)
 	}
-	logger := slog.New(slog.NewTextHandler(errOut, &slog.HandlerOptions{Level: level}))
 	ln, err := net.Listen("tcp", c.Listen)
 	if err != nil {
 		return fmt.Errorf("serve: listen on %s: %w", c.Listen, err)

@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -166,8 +167,18 @@ func New(cfg Config, opts ...Option) (*Node, error) {
 	go n.watchPeers()
 	go n.runBootstrap()
 	go n.runDiscovery()
-	o.logger.Info("p2p node started", "id", h.ID(), "addrs", n.Addrs(), "bootstrap", len(boot), "private", n.private)
+	o.logger.Info("p2p node started", "id", h.ID(), "addrs", hostAddrs(h), "bootstrap", len(boot), "private", n.private)
 	return n, nil
+}
+
+// hostAddrs are h's listen addresses without the /p2p/ID suffix, for a log
+// line that names the id once.
+func hostAddrs(h host.Host) string {
+	out := make([]string, 0, len(h.Addrs()))
+	for _, a := range h.Addrs() {
+		out = append(out, a.String())
+	}
+	return strings.Join(out, " ")
 }
 
 // loadKey returns the identity key from file, or a fresh Ed25519 key when
