@@ -8,7 +8,6 @@ import (
 	"io/fs"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -20,6 +19,7 @@ import (
 
 	"github.com/swarmllm/swarm/client"
 	"github.com/swarmllm/swarm/ingress"
+	"github.com/swarmllm/swarm/internal/testenv"
 	"github.com/swarmllm/swarm/registry/registrytest"
 	"github.com/swarmllm/swarm/swarm"
 )
@@ -125,49 +125,6 @@ func TestServerState_FiveServers(t *testing.T) {
 	}
 }
 
-// chromium returns Debian's headless browser, or skips the test when it is
-// not installed (.ci/run installs it).
-func chromium(t *testing.T) string {
-	t.Helper()
-	for _, name := range []string{"chromium", "chromium-browser"} {
-		if p, err := exec.LookPath(name); err == nil {
-			return p
-		}
-	}
-	t.Skip("chromium is not installed (apt-get install chromium)")
-	return ""
-}
-
-// runChromium loads url headless, letting the page run for 6 s of virtual
-// time (its polls included), with args added (--dump-dom,
-// --screenshot=...); it returns stdout.
-func runChromium(t *testing.T, bin, url string, args ...string) string {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
-	defer cancel()
-	full := append([]string{"--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-		"--disable-background-networking", "--disable-component-update", "--disable-sync", "--disable-dev-shm-usage",
-		"--user-data-dir=" + t.TempDir(), "--window-size=1400,900", "--virtual-time-budget=6000"}, args...)
-	cmd := exec.CommandContext(ctx, bin, append(full, url)...)
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	require.NoError(t, err, "chromium: %s", stderr.String())
-	return string(out)
-}
-
-// artifactDir is where tests keep artifacts: $SWARM_ARTIFACTS, else
-// $TMPDIR/swarm-artifacts.
-func artifactDir(t *testing.T) string {
-	t.Helper()
-	dir := os.Getenv("SWARM_ARTIFACTS")
-	if dir == "" {
-		dir = filepath.Join(os.TempDir(), "swarm-artifacts")
-	}
-	require.NoError(t, os.MkdirAll(dir, 0o755))
-	return dir
-}
-
 // findAll returns the elements under n whose class attribute lists class.
 func findAll(n *html.Node, class string) []*html.Node {
 	var out []*html.Node
@@ -196,14 +153,16 @@ func attr(n *html.Node, key string) string {
 // TestDashboard_Chromium loads GET / of one server of a live 5-server
 // swarm in headless chromium and checks the DOM the page's script drew:
 // one model, 5 server rows (one per peer id), 5 coverage cells with the
-// servers per block counted by hand. The screenshot is kept as
-// dashboard-5-servers.png in the artifact directory (artifactDir).
+// servers per block counted by hand, after one session ran through. The screenshot is kept as
+// dashboard-5-servers.png in testenv.ArtifactDir ($SWARM_ARTIFACTS, else
+// $TMPDIR/swarm-artifacts).
 func TestDashboard_Chromium(t *testing.T) {
-	bin := chromium(t)
+	bin := testenv.Chromium(t)
 	urls, ids := startDashboardSwarm(t, dashboardSpans)
+	runSession(t, urls) // the table then shows tokens served
 	page := pageBase(t, urls[2]) + "/"
 
-	doc, err := html.Parse(strings.NewReader(runChromium(t, bin, page, "--dump-dom")))
+	doc, err := html.Parse(strings.NewReader(testenv.HeadlessChromium(t, bin, page, "--dump-dom")))
 	require.NoError(t, err)
 	models := findAll(doc, "model")
 	require.Len(t, models, 1, "model sections")
@@ -223,11 +182,11 @@ func TestDashboard_Chromium(t *testing.T) {
 	}
 	require.Len(t, findAll(doc, "state-serving"), len(ids), "every server's state badge says serving")
 
-	shot := filepath.Join(artifactDir(t), "dashboard-5-servers.png")
+	shot := filepath.Join(testenv.ArtifactDir(t), "dashboard-5-servers.png")
 	if err := os.Remove(shot); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		require.NoError(t, err, "removing the previous screenshot")
 	}
-	runChromium(t, bin, page, "--screenshot="+shot)
+	testenv.HeadlessChromium(t, bin, page, "--screenshot="+shot)
 	fi, err := os.Stat(shot)
 	require.NoError(t, err)
 	require.Greater(t, fi.Size(), int64(10_000), "a 1400x900 screenshot")
@@ -260,13 +219,10 @@ func metricValue(t *testing.T, text, name string) float64 {
 	return -1
 }
 
-// TestServerMetrics_Session runs one session of 4 positions (a prompt of
-// 3, then 1) through a live 5-server swarm and reads every server's GET
-// /metrics and /api/v1/state: each hop of the chain computed 4 token rows,
-// the others none; the collectors named in server.NewMetrics and the Go
-// and process collectors are there.
-func TestServerMetrics_Session(t *testing.T) {
-	urls, ids := startDashboardSwarm(t, dashboardSpans)
+// runSession runs one session of 4 positions through the servers at urls
+// (a prompt of 3, then 1) and returns its chain's servers (URLs).
+func runSession(t *testing.T, urls []string) map[string]bool {
+	t.Helper()
 	cl, err := client.New(loadHead(t), urls)
 	require.NoError(t, err)
 	ctx, cancel := context.WithTimeout(t.Context(), p2pTimeout)
@@ -284,6 +240,17 @@ func TestServerMetrics_Session(t *testing.T) {
 	}
 	require.GreaterOrEqual(t, len(hops), 2, "no server hosts all 5 blocks")
 	require.NoError(t, sess.Close())
+	return hops
+}
+
+// TestServerMetrics_Session runs one session of 4 positions (a prompt of
+// 3, then 1) through a live 5-server swarm and reads every server's GET
+// /metrics and /api/v1/state: each hop of the chain computed 4 token rows,
+// the others none; the collectors named in server.NewMetrics and the Go
+// and process collectors are there.
+func TestServerMetrics_Session(t *testing.T) {
+	urls, ids := startDashboardSwarm(t, dashboardSpans)
+	hops := runSession(t, urls)
 
 	for i, u := range urls {
 		want := 0.0
