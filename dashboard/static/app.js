@@ -38,6 +38,8 @@ function count(n) {
 
 function shortID(id) {
   if (!id) return "–";
+  const url = /^(?:ws|http)s?:\/\/([^/]+)/.exec(id); // a server without a peer id: its host:port
+  if (url) return url[1];
   return id.length > 16 ? id.slice(0, 6) + "…" + id.slice(-6) : id;
 }
 
@@ -58,7 +60,7 @@ function drawNode(st) {
   const box = document.getElementById("node");
   box.replaceChildren();
   if (!n) { box.append("node: (older node)"); return; }
-  box.append(`${n.role} `, el("code", { title: n.id || "" }, shortID(n.id)),
+  box.append(`${n.role} `, n.id ? el("code", { title: n.id }, shortID(n.id)) : "",
     ` · version ${n.version} · up ${duration(n.now - n.started_at)}`);
 }
 
@@ -69,7 +71,7 @@ function drawIngress(st) {
   const g = st.ingress;
   sec.hidden = !g;
   if (!g) return;
-  const now = st.node ? st.node.now : Date.now() / 1000;
+  const now = Date.now() / 1000; // this browser's clock: sub-second polls
   let rate = "–", recent = "–";
   if (previous && now > previous.now) {
     const dt = now - previous.now;
