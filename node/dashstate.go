@@ -15,10 +15,12 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/swarmllm/swarm/api"
 	"github.com/swarmllm/swarm/dashboard"
 	"github.com/swarmllm/swarm/ingress"
 	"github.com/swarmllm/swarm/planner"
 	"github.com/swarmllm/swarm/registry"
+	"github.com/swarmllm/swarm/server"
 	"github.com/swarmllm/swarm/swarm"
 )
 
@@ -169,4 +171,40 @@ func nodeMetrics() *prometheus.Registry {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return reg
+}
+
+// StandalonePages are the dashboard, GET /api/v1/state and GET /metrics of
+// a server that runs outside the swarm (`swarm serve --blocks` without
+// libp2p flags; mount with srv.SetFallback): the state has the one server,
+// as its /v1/info describes it, and no peer id. srv reports into the
+// metrics (server.NewMetrics), with the Go and process collectors.
+func StandalonePages(srv *server.Server) (http.Handler, error) {
+	reg := nodeMetrics()
+	m, err := server.NewMetrics(reg)
+	if err != nil {
+		return nil, err
+	}
+	srv.SetMetrics(m)
+	started := time.Now()
+	mux := http.NewServeMux()
+	dashboard.Mount(mux)
+	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	mux.HandleFunc("GET "+dashboard.StatePath, func(w http.ResponseWriter, _ *http.Request) {
+		info := srv.Info()
+		endpoint := ""
+		if len(info.Endpoints) > 0 {
+			endpoint = info.Endpoints[0]
+		}
+		ms := ingress.ModelState{Name: info.Model, Blocks: info.ModelBlocks,
+			Servers: []ingress.ServerState{ingress.NewServerState(endpoint, info.ServerInfo, info.State, info.ModelBlocks, nil)}}
+		ms.Summarize([]bool{info.State == api.StateServing})
+		now := time.Now()
+		st := ingress.State{Node: &ingress.NodeState{Role: "server", Version: swarm.Version, StartedAt: started.Unix(), Now: now.Unix()},
+			Models: []ingress.ModelState{ms}}
+		w.Header().Set("Content-Type", "application/json")
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		_ = enc.Encode(st)
+	})
+	return mux, nil
 }

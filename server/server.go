@@ -36,8 +36,9 @@ type Server struct {
 	memory     int64
 	adm        *admission.Controller
 	timing     timing
-	steps      *stepper                // the step loop all sessions compute through
-	metrics    atomic.Pointer[Metrics] // SetMetrics; nil: not reported
+	steps      *stepper                     // the step loop all sessions compute through
+	metrics    atomic.Pointer[Metrics]      // SetMetrics; nil: not reported
+	fallback   atomic.Pointer[http.Handler] // SetFallback; nil: 404
 	peers      *peerSessions
 	maxPayload int // largest frame payload accepted, bytes
 	upgrader   websocket.Upgrader
@@ -259,13 +260,25 @@ func (s *Server) WriteInfo(ctx context.Context, w io.Writer) error {
 }
 
 // Handler serves GET /v1/info (JSON) and GET /v1/inference (websocket
-// upgrade; one wire frame per binary message).
+// upgrade; one wire frame per binary message); other paths go to the
+// handler of SetFallback (404 without one).
 func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET "+api.InfoPath, s.serveInfo)
 	mux.HandleFunc("GET "+api.InferencePath, s.serveInference)
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		if h := s.fallback.Load(); h != nil {
+			(*h).ServeHTTP(w, r)
+			return
+		}
+		http.NotFound(w, r)
+	})
 	return mux
 }
+
+// SetFallback makes h serve the paths Handler does not (a node's
+// dashboard, state and metrics pages).
+func (s *Server) SetFallback(h http.Handler) { s.fallback.Store(&h) }
 
 func (s *Server) serveInfo(w http.ResponseWriter, r *http.Request) {
 	if !wait(r.Context(), s.cfg.EmulateLatency) {

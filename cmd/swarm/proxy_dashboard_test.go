@@ -68,3 +68,43 @@ func TestProxyDashboard(t *testing.T) {
 	testenv.HeadlessChromium(t, bin, hs.URL+"/", "--screenshot="+shot)
 	t.Logf("screenshot: %s", shot)
 }
+
+// TestServeStandaloneDashboard runs `swarm serve --blocks 1:4` outside the
+// swarm and reads its pages: the dashboard's HTML at /, /api/v1/state with
+// the one server (coverage 0,1,1,1,0 of 5 blocks: the model is
+// unavailable alone), /metrics with the server's and the Go collectors,
+// and 404 elsewhere.
+func TestServeStandaloneDashboard(t *testing.T) {
+	dir := testenv.SharedFile(t, "models", "stories260K")
+	p := startServeProc(t, "--blocks", "1:4", "--model", dir+"/stories260K.bin")
+	base := strings.TrimSuffix(strings.Replace(p.url, "ws://", "http://", 1), "/v1/inference")
+	get := func(path string) (int, string) {
+		resp, err := http.Get(base + path)
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		b, err := io.ReadAll(resp.Body)
+		require.NoError(t, err)
+		return resp.StatusCode, string(b)
+	}
+	code, body := get("/")
+	require.Equal(t, 200, code)
+	require.Contains(t, body, `<script src="/dashboard/app.js"></script>`)
+	code, body = get("/api/v1/state")
+	require.Equal(t, 200, code)
+	var st ingress.State
+	require.NoError(t, json.Unmarshal([]byte(body), &st))
+	require.Equal(t, "server", st.Node.Role)
+	require.Len(t, st.Models, 1)
+	require.Equal(t, []int{0, 1, 1, 1, 0}, st.Models[0].Coverage)
+	require.Equal(t, "unavailable", st.Models[0].Health)
+	require.Equal(t, []string{"0:1", "4:5"}, st.Models[0].Uncovered)
+	require.Len(t, st.Models[0].Servers, 1)
+	require.Equal(t, p.url, st.Models[0].Servers[0].ID, "no peer id outside the swarm: the URL")
+	code, body = get("/metrics")
+	require.Equal(t, 200, code)
+	for _, name := range []string{"swarm_server_sessions 0", "swarm_server_tokens_total 0", "go_goroutines"} {
+		require.Contains(t, body, name)
+	}
+	code, _ = get("/nothing")
+	require.Equal(t, 404, code)
+}

@@ -249,6 +249,11 @@ func runServe(ctx context.Context, out, errOut io.Writer, cfg server.Config, o s
 		return err
 	}
 	defer srv.Close()
+	pages, err := node.StandalonePages(srv) // the dashboard, /api/v1/state and /metrics
+	if err != nil {
+		return err
+	}
+	srv.SetFallback(pages)
 	url := "ws://" + ln.Addr().String() + api.InferencePath
 	info := srv.ModelInfo()
 	logger.Info("serving", "model", info.Name, "blocks", cfg.Blocks.String(), "url", url,
