@@ -39,10 +39,15 @@ var (
 func startDashboardSwarm(t *testing.T, spans []swarm.Span) (urls, ids []string) {
 	t.Helper()
 	cache := t.TempDir()
-	boot := joinMember(t, registrytest.P2PConfig(nil))
+	// Loopback heartbeats, but a server is suspected only after 30 s of
+	// silence: under -race on a loaded machine heartbeats come late, and
+	// the tests check a swarm whose servers all serve.
+	rc := registrytest.LoopbackConfig()
+	rc.SuspectAfter, rc.LeftAfter, rc.Retention = 30*time.Second, time.Minute, 2*time.Minute
+	boot := joinMemberWith(t, registrytest.P2PConfig(nil), rc)
 	var first *member
 	for i, s := range spans {
-		m := joinMember(t, registrytest.P2PConfig(boot.node))
+		m := joinMemberWith(t, registrytest.P2PConfig(boot.node), rc)
 		if first == nil {
 			first = m
 		}
@@ -85,44 +90,6 @@ func pageBase(t *testing.T, wsURL string) string {
 	base, ok := strings.CutSuffix(strings.Replace(wsURL, "ws://", "http://", 1), "/v1/inference")
 	require.True(t, ok, "websocket URL %q", wsURL)
 	return base
-}
-
-// TestServerState_FiveServers reads GET /api/v1/state of one server of a
-// live 5-server swarm: every server by peer id, the coverage counted by
-// hand, the node itself.
-func TestServerState_FiveServers(t *testing.T) {
-	urls, ids := startDashboardSwarm(t, dashboardSpans)
-	resp, err := http.Get(pageBase(t, urls[0]) + "/api/v1/state")
-	require.NoError(t, err)
-	defer resp.Body.Close()
-	require.Equal(t, http.StatusOK, resp.StatusCode)
-	var st ingress.State
-	require.NoError(t, json.NewDecoder(resp.Body).Decode(&st))
-	require.NotNil(t, st.Node)
-	require.Equal(t, ids[0], st.Node.ID)
-	require.Equal(t, "server", st.Node.Role)
-	require.Equal(t, swarm.Version, st.Node.Version)
-	require.Len(t, st.Models, 1)
-	m := st.Models[0]
-	require.Equal(t, "stories260K", m.Name)
-	require.Equal(t, 5, m.Blocks)
-	require.Equal(t, dashboardCoverage, m.Coverage)
-	require.Equal(t, "ok", m.Health)
-	var got []string
-	for _, s := range m.Servers {
-		got = append(got, s.ID)
-		require.Equal(t, "serving", s.State)
-		require.Equal(t, "cpu", s.Device)
-		require.Equal(t, swarm.Version, s.Version)
-		require.Positive(t, s.StartedAt)
-		require.Positive(t, s.Tau)
-		require.True(t, strings.HasPrefix(s.Provider, "volunteer-"), s.Provider)
-	}
-	require.ElementsMatch(t, ids, got)
-	for b, n := range m.Coverage {
-		// No session is open: every server's cache is free, headroom 1 each.
-		require.InDelta(t, float64(n), m.Headroom[b], 1e-9, "block %d", b)
-	}
 }
 
 // findAll returns the elements under n whose class attribute lists class.
@@ -243,13 +210,47 @@ func runSession(t *testing.T, urls []string) map[string]bool {
 	return hops
 }
 
-// TestServerMetrics_Session runs one session of 4 positions (a prompt of
-// 3, then 1) through a live 5-server swarm and reads every server's GET
-// /metrics and /api/v1/state: each hop of the chain computed 4 token rows,
-// the others none; the collectors named in server.NewMetrics and the Go
-// and process collectors are there.
-func TestServerMetrics_Session(t *testing.T) {
+// TestFiveServers_StateAndMetrics reads GET /api/v1/state of one server
+// of a live 5-server swarm (every server by peer id, the coverage counted
+// by hand, all cache free, the node itself); then it runs one session of 4
+// positions (a prompt of 3, then 1) and reads every server's GET /metrics
+// and /api/v1/state: each hop of the chain computed 4 token rows, the
+// others none; the collectors named in server.NewMetrics and the Go and
+// process collectors are there.
+func TestFiveServers_StateAndMetrics(t *testing.T) {
 	urls, ids := startDashboardSwarm(t, dashboardSpans)
+	resp, err := http.Get(pageBase(t, urls[0]) + "/api/v1/state")
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	var st ingress.State
+	require.NoError(t, json.NewDecoder(resp.Body).Decode(&st))
+	require.NotNil(t, st.Node)
+	require.Equal(t, ids[0], st.Node.ID)
+	require.Equal(t, "server", st.Node.Role)
+	require.Equal(t, swarm.Version, st.Node.Version)
+	require.Len(t, st.Models, 1)
+	m := st.Models[0]
+	require.Equal(t, "stories260K", m.Name)
+	require.Equal(t, 5, m.Blocks)
+	require.Equal(t, dashboardCoverage, m.Coverage)
+	require.Equal(t, "ok", m.Health)
+	var got []string
+	for _, s := range m.Servers {
+		got = append(got, s.ID)
+		require.Equal(t, "serving", s.State)
+		require.Equal(t, "cpu", s.Device)
+		require.Equal(t, swarm.Version, s.Version)
+		require.Positive(t, s.StartedAt)
+		require.Positive(t, s.Tau)
+		require.True(t, strings.HasPrefix(s.Provider, "volunteer-"), s.Provider)
+	}
+	require.ElementsMatch(t, ids, got)
+	for b, n := range m.Coverage {
+		// No session is open: every server's cache is free, headroom 1 each.
+		require.InDelta(t, float64(n), m.Headroom[b], 1e-9, "block %d", b)
+	}
+
 	hops := runSession(t, urls)
 
 	for i, u := range urls {
@@ -264,7 +265,6 @@ func TestServerMetrics_Session(t *testing.T) {
 			"swarm_server_sessions_opened_total", "go_goroutines", "process_cpu_seconds_total"} {
 			require.GreaterOrEqual(t, metricValue(t, text, name), 0.0, "server %d: %s missing", i, name)
 		}
-		require.Equal(t, 0.0, metricValue(t, text, "swarm_server_sessions"), "the session is closed")
 		if hops[u] {
 			require.Equal(t, 2.0, metricValue(t, text, "swarm_server_step_seconds_count"), "two steps")
 			require.Equal(t, 1.0, metricValue(t, text, "swarm_server_sessions_opened_total"))
