@@ -32,20 +32,26 @@ var (
 	dashboardCoverage = []int{2, 3, 3, 3, 2}
 )
 
+// dashboardStartTimeout bounds the start of the five servers: under -race
+// on a loaded machine each one's tau measurement can take a minute.
+const dashboardStartTimeout = 4 * time.Minute
+
 // startDashboardSwarm runs len(spans) servers of stories260K on their own
 // libp2p nodes (bootstrapped from one more node) with loopback websockets,
-// and returns their websocket URLs and peer ids once the first server's
-// registry replica sees them all SERVING.
+// started together, and returns their websocket URLs and peer ids once the
+// first server's registry replica sees them all SERVING.
 func startDashboardSwarm(t *testing.T, spans []swarm.Span) (urls, ids []string) {
 	t.Helper()
 	cache := t.TempDir()
-	// Loopback heartbeats, but a server is suspected only after 30 s of
-	// silence: under -race on a loaded machine heartbeats come late, and
-	// the tests check a swarm whose servers all serve.
+	// A server is suspected only after 30 s of silence: under -race on a
+	// loaded machine heartbeats come late, and the tests check a swarm
+	// whose servers all serve. Heartbeats every second keep the load low.
 	rc := registrytest.LoopbackConfig()
-	rc.SuspectAfter, rc.LeftAfter, rc.Retention = 30*time.Second, time.Minute, 2*time.Minute
+	rc.HeartbeatInterval, rc.AntiEntropyInterval = time.Second, time.Second
+	rc.SuspectAfter, rc.LeftAfter, rc.Retention, rc.MaxClockSkew = 30*time.Second, time.Minute, 2*time.Minute, time.Second
 	boot := joinMemberWith(t, registrytest.P2PConfig(nil), rc)
 	var first *member
+	var readies []<-chan Serving
 	for i, s := range spans {
 		m := joinMemberWith(t, registrytest.P2PConfig(boot.node), rc)
 		if first == nil {
@@ -54,16 +60,21 @@ func startDashboardSwarm(t *testing.T, spans []swarm.Span) (urls, ids []string) 
 		cfg := serverConfig(t, cache, boot)
 		cfg.Auto, cfg.Server.Blocks, cfg.Server.Listen, cfg.Server.MemoryBytes = false, s, "127.0.0.1:0", 0
 		cfg.Provider = "volunteer-" + strconv.Itoa(i+1)
+		cfg.LoadRefresh = 0
 		_, ready, _ := runServer(t, m, cfg)
+		readies = append(readies, ready)
+	}
+	deadline := time.After(dashboardStartTimeout)
+	for i, ready := range readies {
 		select {
 		case sv := <-ready:
 			urls, ids = append(urls, sv.URL), append(ids, sv.ID)
-		case <-time.After(p2pTimeout):
-			t.Fatalf("server %d (span %v) did not start", i, s)
+		case <-deadline:
+			t.Fatalf("server %d (span %v) did not start within %v", i, spans[i], dashboardStartTimeout)
 		}
 	}
 	// Wait until the first server's replica has every server SERVING.
-	ctx, cancel := context.WithTimeout(t.Context(), p2pTimeout)
+	ctx, cancel := context.WithTimeout(t.Context(), dashboardStartTimeout)
 	defer cancel()
 	events := first.reg.Watch(ctx)
 	for {
