@@ -282,3 +282,49 @@ func SessionBound(in Input) (float64, error) {
 	}
 	return total / float64(in.Sessions), nil
 }
+
+// FixedPointR returns a design parameter R that is consistent with the
+// session time it produces: paper 003 picks R = mean + std of the Poisson
+// arrivals during one session (ChooseR, PoissonLoad), from the time of a
+// session placed for R = 1, but a placement for a larger R hosts fewer
+// blocks per server (Alg. 1 line 1), so sessions take more hops and longer,
+// and more of them overlap than R. FixedPointR iterates
+//
+//	R_0 = ChooseR(rate * T(1)),  R_{k+1} = ChooseR(rate * T(R_k))
+//
+// where sessionTime(r) = T(r) is the time of one session, in seconds, on an
+// idle fleet placed for R = r (the caller's placement and routing). It
+// stops when R_{k+1} = R_k, and on a cycle returns the largest R of the
+// cycle (the most capacity); at most 32 steps, then the largest R seen.
+// steps lists R_0, R_1, ... as computed. Errors are ChooseR's or
+// sessionTime's (wrapped).
+func FixedPointR(in Input, rate float64, sessionTime func(r int) (float64, error)) (r int, steps []int, err error) {
+	next := func(r int) (int, error) {
+		t, err := sessionTime(r)
+		if err != nil {
+			return 0, fmt.Errorf("session time at R = %d: %w", r, err)
+		}
+		mean, std := PoissonLoad(rate, t)
+		return ChooseR(in, mean, std)
+	}
+	r, err = next(1)
+	if err != nil {
+		return 0, nil, err
+	}
+	steps = []int{r}
+	for range 32 {
+		nr, err := next(r)
+		if err != nil {
+			return 0, steps, err
+		}
+		if nr == r {
+			return r, steps, nil
+		}
+		if i := slices.Index(steps, nr); i >= 0 {
+			return slices.Max(steps[i:]), append(steps, nr), nil
+		}
+		steps = append(steps, nr)
+		r = nr
+	}
+	return slices.Max(steps), steps, nil
+}

@@ -148,3 +148,33 @@ func TestRefinedVsOptimal(t *testing.T) {
 	require.Greater(t, cgbpOptimal, 100)
 	require.Greater(t, cgbpInfeasible, 0, "no fleet tested refined where CG-BP is infeasible")
 }
+
+// TestFixedPointR: with a session time that grows with R, the iteration
+// climbs to its fixed point; on a cycle it returns the cycle's largest R.
+// Numbers by hand with rate 1: R = round(T + sqrt(T)).
+func TestFixedPointR(t *testing.T) {
+	in := placement.Input{
+		Model:    placement.Model{Blocks: 2, BlockBytes: 100, CacheBytes: 1},
+		Clients:  []string{"c0"},
+		Sessions: 1,
+		Servers:  []placement.Server{{Name: "a", MemoryBytes: 1 << 20, Tau: 0.01, RTT: []float64{0.1}}},
+	}
+	// T(r) = 2 + r/2: T(1) = 2.5 -> round(2.5 + 1.581) = 4; T(4) = 4 -> 6;
+	// T(6) = 5 -> round(7.236) = 7; T(7) = 5.5 -> round(7.845) = 8;
+	// T(8) = 6 -> round(8.449) = 8: fixed.
+	r, steps, err := placement.FixedPointR(in, 1, func(r int) (float64, error) { return 2 + float64(r)/2, nil })
+	require.NoError(t, err)
+	require.Equal(t, 8, r)
+	require.Equal(t, []int{4, 6, 7, 8}, steps)
+
+	// T(1) = 1.5 -> round(2.725) = 3; T(3) = 7 -> round(9.646) = 10;
+	// T(10) = 1.5 -> 3 again: the cycle {3, 10} gives 10.
+	cyc := map[int]float64{1: 1.5, 3: 7, 10: 1.5}
+	r, steps, err = placement.FixedPointR(in, 1, func(r int) (float64, error) { return cyc[r], nil })
+	require.NoError(t, err)
+	require.Equal(t, 10, r)
+	require.Equal(t, []int{3, 10, 3}, steps)
+
+	_, _, err = placement.FixedPointR(in, 1, func(int) (float64, error) { return 0, placement.ErrInfeasible })
+	require.ErrorIs(t, err, placement.ErrInfeasible)
+}

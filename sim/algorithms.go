@@ -71,6 +71,8 @@ var algorithms = []Algorithm{
 		Doc: "live swarm: servers join in random order, each placed by incremental CG-BP (--blocks auto), never moved; WS-RR routing"},
 	{Name: "refined", Placement: "refined", Routing: "wsrr", Admission: AdmitWait, Extra: true,
 		Doc: "CG-BP improved by local search over spans and R (placement.Refined), WS-RR routing"},
+	{Name: "refined-fp", Placement: "refined", Routing: "wsrr", Admission: AdmitWait, Extra: true,
+		Doc: "refined with a fixed-point R: the session time behind R recomputed at the chosen R until R is stable (placement.FixedPointR)"},
 	{Name: "live-replan", Placement: "cgbp-replan", Routing: "wsrr", Admission: AdmitWait, Extra: true,
 		Doc: "live, then one make-before-break replanning towards CG-BP (placement.Replan, min gain 2%); reports the weight bytes moved"},
 }
