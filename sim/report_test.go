@@ -39,7 +39,7 @@ func TestPaperTables(t *testing.T) {
 func TestWriteTable(t *testing.T) {
 	var b bytes.Buffer
 	require.NoError(t, WriteTable(&b, []Result{
-		{Algorithm: "proposed", PerToken: 0.5, FirstToken: 3, RemainingToken: 0.4, R: 12, Runs: 2, UpperBound: 0.6, LowerBound: 0.3, Blocks: map[string]float64{"MIG": 4, "A100": 50}},
+		{Algorithm: "proposed", PerToken: 0.5, FirstToken: 3, RemainingToken: 0.4, R: 12, Runs: 2, UpperBound: 0.6, LowerBound: 0.3, SessionBound: 0.35, Blocks: map[string]float64{"MIG": 4, "A100": 50}},
 		{Algorithm: "petals", PerToken: 2, FirstToken: 60, RemainingToken: 1, Runs: 2, Errors: []string{"x"}},
 		{Algorithm: "opt-rr", Errors: []string{"placement: infeasible", "again"}},
 	}))
@@ -47,6 +47,7 @@ func TestWriteTable(t *testing.T) {
 	require.Contains(t, out, "A100 50.0, MIG 4.0")
 	require.Contains(t, out, "proposed / petals: per-token 0.250, first token 0.050, remaining 0.400")
 	require.Contains(t, out, "lower (B.8) 0.300 s, upper (17) 0.600 s")
+	require.Contains(t, out, "exact single-session lower bound (full RTT per hop, any placement) 0.350 s")
 	require.Contains(t, out, "opt-rr failed in 2 run(s): placement: infeasible")
 	require.Contains(t, out, "petals failed in 1 run(s): x")
 }
