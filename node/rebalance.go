@@ -35,6 +35,10 @@ type RebalanceConfig struct {
 	// Options tune placement.Replan; a MinGain of 0 means
 	// placement.DefaultMinGain.
 	Options placement.ReplanOptions
+	// Quiet is ReplanConfig.Quiet: a move for its gain alone waits until
+	// no server has been joining for this long (default
+	// DefaultReplanQuiet).
+	Quiet time.Duration
 }
 
 // Defaults of RebalanceConfig.
@@ -118,8 +122,10 @@ func hull(a, b swarm.Span) swarm.Span {
 
 // RebalanceLoop runs decentralized rebalancing for server self until ctx
 // ends: every Interval (jittered) and, after the first of those, after
-// every registry change (a random delay in [0, Jitter) later), it evaluates SelfPlan on the registry's
-// snapshot and, when the plan moves self now, moves with mover. Errors of
+// every registry change (a random delay in [0, Jitter) later), it
+// evaluates SelfPlan on the registry's snapshot and, when the plan moves
+// self now, moves with mover (for the plan's gain alone only once no
+// server has been joining for Quiet). Errors of
 // one evaluation or move are logged (an evaluation error once per distinct
 // message), not returned; it returns ctx's error. A zero Interval returns
 // at once with nil.
@@ -140,7 +146,11 @@ func RebalanceLoop(ctx context.Context, self string, reg *registry.Registry, mov
 	defer soon.Stop()
 	pending := false // soon is armed
 	warm := false    // the first period has passed
+	if cfg.Quiet <= 0 {
+		cfg.Quiet = DefaultReplanQuiet
+	}
 	var lastErr string
+	var lastJoin time.Time // when a server was last seen joining
 	for {
 		select {
 		case <-ctx.Done():
@@ -160,7 +170,11 @@ func RebalanceLoop(ctx context.Context, self string, reg *registry.Registry, mov
 			period.Reset(jittered(cfg.Interval))
 			warm = true
 		}
-		sm, err := SelfPlan(reg.Snapshot(), self, cfg)
+		entries := reg.Snapshot()
+		if joining(entries, cfg.Model) {
+			lastJoin = time.Now()
+		}
+		sm, err := SelfPlan(entries, self, cfg)
 		if err != nil {
 			if err.Error() != lastErr {
 				log.Warn("rebalance: evaluate", "err", err)
@@ -169,6 +183,9 @@ func RebalanceLoop(ctx context.Context, self string, reg *registry.Registry, mov
 			continue
 		}
 		lastErr = ""
+		if sm.Now && sm.Plan.Reason == placement.ReasonGain && time.Since(lastJoin) < cfg.Quiet {
+			sm.Now, sm.Why = false, "a server is joining: the fleet is still forming"
+		}
 		if !sm.Now {
 			if sm.Has {
 				log.Debug("rebalance: not moving now", "why", sm.Why)
