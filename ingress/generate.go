@@ -203,6 +203,9 @@ func (s *Session) generate(ctx context.Context, p GenerateParams, start time.Tim
 		return res, fmt.Errorf("%w: %w", ErrBadRequest, err)
 	}
 	sp := sampling{cfg: p.Sampler, seeded: p.Seeded, sampler: sampler}
+	if b, ok := p.Sampler.Constraint.(blocks.BudgetedConstraint); ok {
+		b.SetBudget(p.MaxTokens) // the constraint closes its text in time
+	}
 	st := newStopper(p.Stop)
 	stopped := false
 	release := func(text string) error {

@@ -189,21 +189,13 @@ func (h *Handler) settings(r *http.Request, c common, api, account string) (ingr
 	if err := h.penalties(c, &req.Sampler); err != nil {
 		return req, err
 	}
-	if f := strings.TrimSpace(string(c.ResponseFormat)); f != "" && f != "null" {
-		var rf struct {
-			Type string `json:"type"`
+	if set(c.ResponseFormat) {
+		m, err := h.gw.Model(c.Model)
+		if err != nil {
+			return req, err
 		}
-		err := json.Unmarshal(c.ResponseFormat, &rf)
-		switch {
-		case err == nil && rf.Type == "text":
-		case err == nil && rf.Type == "json_object":
-			m, err := h.gw.Model(c.Model)
-			if err != nil {
-				return req, err
-			}
-			req.Sampler.Constraint = newJSONObject(m.Head.Tokenizer())
-		default:
-			return req, unsupported("response_format", fmt.Sprintf("%s: only {\"type\": \"text\"} and {\"type\": \"json_object\"} are served", f))
+		if req.Sampler.Constraint, err = responseFormat(c.ResponseFormat, m.Head.Tokenizer()); err != nil {
+			return req, err
 		}
 	}
 	if c.Seed != nil {
@@ -355,6 +347,10 @@ func (h *Handler) completions(w http.ResponseWriter, r *http.Request) {
 		}
 		req.MaxTokens = *body.MaxTokens
 	}
+	if err := fits(req, "max_tokens"); err != nil {
+		h.writeError(w, err)
+		return
+	}
 	h.run(w, r, req, body.Stream, body.StreamOptions, false)
 }
 
@@ -442,6 +438,10 @@ func (h *Handler) chat(w http.ResponseWriter, r *http.Request) {
 			}
 			req.MaxTokens = *mt.v
 		}
+	}
+	if err := fits(req, "max_tokens"); err != nil {
+		h.writeError(w, err)
+		return
 	}
 	h.run(w, r, req, body.Stream, body.StreamOptions, true)
 }

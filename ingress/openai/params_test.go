@@ -29,8 +29,12 @@ func TestUnsupportedParameters(t *testing.T) {
 		param  string
 		substr string
 	}{
-		{"json_schema", false, map[string]any{"response_format": map[string]any{"type": "json_schema", "json_schema": map[string]any{"name": "x"}}}, "unsupported_parameter", "response_format", "json_schema"},
-		{"response_format string", true, map[string]any{"response_format": "json"}, "unsupported_parameter", "response_format", `only {"type": "text"} and {"type": "json_object"}`},
+		{"json_schema without schema", false, map[string]any{"response_format": map[string]any{"type": "json_schema", "json_schema": map[string]any{"name": "x"}}}, "invalid_value", "response_format.json_schema.schema", "is required"},
+		{"json_schema keyword", true, map[string]any{"response_format": map[string]any{"type": "json_schema", "json_schema": map[string]any{"name": "x", "schema": map[string]any{"type": "string", "format": "date"}}}}, "invalid_value", "response_format.json_schema.schema", `keyword "format" at #`},
+		{"json_schema too long", true, map[string]any{"response_format": map[string]any{"type": "json_schema", "json_schema": map[string]any{"name": "x", "schema": map[string]any{"enum": []string{"abc"}}}}}, "invalid_value", "max_tokens", "shortest document takes 5 tokens"},
+		{"json_schema unknown field", true, map[string]any{"response_format": map[string]any{"type": "json_schema", "json_schema": map[string]any{"name": "x", "schema": map[string]any{}, "pattern": 1}}}, "invalid_value", "response_format.json_schema", `unknown field "pattern"`},
+		{"response_format type", true, map[string]any{"response_format": map[string]any{"type": "grammar"}}, "unsupported_parameter", "response_format", `only "text", "json_object" and "json_schema"`},
+		{"response_format string", true, map[string]any{"response_format": "json"}, "invalid_value", "response_format", `want {"type"`},
 		{"tools", true, map[string]any{"tools": tool}, "unsupported_parameter", "tools", "tool calling"},
 		{"tool_choice", true, map[string]any{"tool_choice": "auto"}, "unsupported_parameter", "tool_choice", "tool calling"},
 		{"parallel_tool_calls", true, map[string]any{"parallel_tool_calls": false}, "unsupported_parameter", "parallel_tool_calls", "tool calling"},
