@@ -2,6 +2,7 @@ package openai
 
 import (
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -36,6 +37,8 @@ type Handler struct {
 	gw        *ingress.Gateway
 	maxBody   int64 // Gateway.MaxRequestBytes
 	templates map[string]*ChatTemplate
+	// fps are the models' system fingerprints (fingerprint).
+	fps map[string]string
 	now       func() time.Time
 	mux       *http.ServeMux
 }
@@ -45,8 +48,9 @@ type Handler struct {
 // chat template (the plain fallback when it has none). Errors wrap
 // ErrTemplate naming the model.
 func New(gw *ingress.Gateway) (*Handler, error) {
-	h := &Handler{gw: gw, maxBody: gw.MaxRequestBytes(), templates: map[string]*ChatTemplate{}, now: time.Now, mux: http.NewServeMux()}
+	h := &Handler{gw: gw, maxBody: gw.MaxRequestBytes(), templates: map[string]*ChatTemplate{}, fps: map[string]string{}, now: time.Now, mux: http.NewServeMux()}
 	for _, m := range gw.Models() {
+		h.fps[m.Name] = fingerprint(m)
 		if m.ChatTemplate == "" {
 			h.templates[m.Name] = PlainTemplate()
 			continue
@@ -124,6 +128,23 @@ func (h *Handler) model(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Content-Type", "application/json")
 	_ = json.NewEncoder(w).Encode(modelObject(m))
+}
+
+// fingerprint is a model's system_fingerprint: "fp_" and 12 hex digits of
+// the SHA-256 of what decides its outputs besides the request and the block
+// weights: its shapes and vocabulary (blocks.Info), its tokenizer's
+// pieces and its chat template. Two proxies of one model give the same.
+func fingerprint(m ingress.Model) string {
+	h := sha256.New()
+	info, _ := json.Marshal(m.Head.Info())
+	h.Write(info)
+	if tok := m.Head.Tokenizer(); tok != nil {
+		for id := range tok.VocabSize() {
+			fmt.Fprintf(h, "%d:%q\n", id, tok.Decode(-1, id))
+		}
+	}
+	h.Write([]byte(m.ChatTemplate))
+	return "fp_" + hex.EncodeToString(h.Sum(nil))[:12]
 }
 
 func modelObject(m ingress.Model) ModelObject {
@@ -491,6 +512,7 @@ func (h *Handler) run(w http.ResponseWriter, r *http.Request, req ingress.Reques
 		id = newID("chatcmpl-")
 	}
 	created := h.now().Unix()
+	fp := h.fps[req.Model]
 	if !stream {
 		var text strings.Builder
 		res, err := h.gw.Generate(r.Context(), req, func(s string) error { text.WriteString(s); return nil })
@@ -503,11 +525,11 @@ func (h *Handler) run(w http.ResponseWriter, r *http.Request, req ingress.Reques
 		w.Header().Set(RouteHeader, res.Route)
 		var out any
 		if chat {
-			out = ChatCompletion{ID: id, Object: "chat.completion", Created: created, Model: req.Model, Usage: usage,
+			out = ChatCompletion{ID: id, Object: "chat.completion", Created: created, Model: req.Model, SystemFingerprint: fp, Usage: usage,
 				Choices: []ChatChoice{{Message: ChatMessage{Role: "assistant", Content: text.String()}, FinishReason: res.FinishReason}}}
 		} else {
 			fr := res.FinishReason
-			out = Completion{ID: id, Object: "text_completion", Created: created, Model: req.Model, Usage: usage,
+			out = Completion{ID: id, Object: "text_completion", Created: created, Model: req.Model, SystemFingerprint: fp, Usage: usage,
 				Choices: []CompletionChoice{{Text: text.String(), FinishReason: &fr}}}
 		}
 		_ = json.NewEncoder(w).Encode(out)
@@ -521,7 +543,7 @@ func (h *Handler) run(w http.ResponseWriter, r *http.Request, req ingress.Reques
 	}
 	chunk := func(text *string, finish *string) any {
 		if chat {
-			c := ChatChunk{ID: id, Object: "chat.completion.chunk", Created: created, Model: req.Model, Usage: nullUsage,
+			c := ChatChunk{ID: id, Object: "chat.completion.chunk", Created: created, Model: req.Model, SystemFingerprint: fp, Usage: nullUsage,
 				Choices: []ChatChunkChoice{{Delta: ChatDelta{Content: text}, FinishReason: finish}}}
 			if !s.started {
 				empty := ""
@@ -533,7 +555,7 @@ func (h *Handler) run(w http.ResponseWriter, r *http.Request, req ingress.Reques
 		if text != nil {
 			t = *text
 		}
-		return Completion{ID: id, Object: "text_completion", Created: created, Model: req.Model, Usage: nullUsage,
+		return Completion{ID: id, Object: "text_completion", Created: created, Model: req.Model, SystemFingerprint: fp, Usage: nullUsage,
 			Choices: []CompletionChoice{{Text: t, FinishReason: finish}}}
 	}
 	start := func() error {
@@ -573,7 +595,7 @@ func (h *Handler) run(w http.ResponseWriter, r *http.Request, req ingress.Reques
 	}
 	fr := res.FinishReason
 	if chat {
-		_ = s.send(ChatChunk{ID: id, Object: "chat.completion.chunk", Created: created, Model: req.Model, Usage: nullUsage,
+		_ = s.send(ChatChunk{ID: id, Object: "chat.completion.chunk", Created: created, Model: req.Model, SystemFingerprint: fp, Usage: nullUsage,
 			Choices: []ChatChunkChoice{{Delta: ChatDelta{}, FinishReason: &fr}}})
 	} else {
 		_ = s.send(chunk(nil, &fr))
@@ -581,9 +603,9 @@ func (h *Handler) run(w http.ResponseWriter, r *http.Request, req ingress.Reques
 	if includeUsage {
 		usage := Usage{PromptTokens: res.PromptTokens, CompletionTokens: res.CompletionTokens, TotalTokens: res.PromptTokens + res.CompletionTokens}
 		if chat {
-			_ = s.send(ChatChunk{ID: id, Object: "chat.completion.chunk", Created: created, Model: req.Model, Choices: []ChatChunkChoice{}, Usage: usage})
+			_ = s.send(ChatChunk{ID: id, Object: "chat.completion.chunk", Created: created, Model: req.Model, SystemFingerprint: fp, Choices: []ChatChunkChoice{}, Usage: usage})
 		} else {
-			_ = s.send(Completion{ID: id, Object: "text_completion", Created: created, Model: req.Model, Choices: []CompletionChoice{}, Usage: usage})
+			_ = s.send(Completion{ID: id, Object: "text_completion", Created: created, Model: req.Model, SystemFingerprint: fp, Choices: []CompletionChoice{}, Usage: usage})
 		}
 	}
 	_ = s.raw("[DONE]")

@@ -125,6 +125,9 @@ type Completion struct {
 	Object  string             `json:"object"`
 	Created int64              `json:"created"`
 	Model   string             `json:"model"`
+	// SystemFingerprint identifies the configuration that generated
+	// (fingerprint: the model's shapes, tokenizer and chat template).
+	SystemFingerprint string `json:"system_fingerprint"`
 	Choices []CompletionChoice `json:"choices"`
 	// Usage is an object in a response and in the last chunk of a stream
 	// with include_usage; null in its other chunks; absent otherwise.
@@ -147,6 +150,9 @@ type ChatCompletion struct {
 	Object  string       `json:"object"`
 	Created int64        `json:"created"`
 	Model   string       `json:"model"`
+	// SystemFingerprint identifies the configuration that generated
+	// (fingerprint: the model's shapes, tokenizer and chat template).
+	SystemFingerprint string `json:"system_fingerprint"`
 	Choices []ChatChoice `json:"choices"`
 	Usage   Usage        `json:"usage"`
 }
@@ -172,6 +178,9 @@ type ChatChunk struct {
 	Object  string            `json:"object"`
 	Created int64             `json:"created"`
 	Model   string            `json:"model"`
+	// SystemFingerprint identifies the configuration that generated
+	// (fingerprint: the model's shapes, tokenizer and chat template).
+	SystemFingerprint string `json:"system_fingerprint"`
 	Choices []ChatChunkChoice `json:"choices"`
 	Usage   any               `json:"usage,omitempty"`
 }
