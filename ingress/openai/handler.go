@@ -39,8 +39,8 @@ type Handler struct {
 	templates map[string]*ChatTemplate
 	// fps are the models' system fingerprints (fingerprint).
 	fps map[string]string
-	now       func() time.Time
-	mux       *http.ServeMux
+	now func() time.Time
+	mux *http.ServeMux
 }
 
 // New returns the handler of GET /v1/models[/{model}], POST /v1/completions and POST

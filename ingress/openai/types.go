@@ -121,14 +121,14 @@ type Usage struct {
 // Completion is the response of POST /v1/completions, and (object
 // "text_completion" too) each chunk of its stream.
 type Completion struct {
-	ID      string             `json:"id"`
-	Object  string             `json:"object"`
-	Created int64              `json:"created"`
-	Model   string             `json:"model"`
+	ID      string `json:"id"`
+	Object  string `json:"object"`
+	Created int64  `json:"created"`
+	Model   string `json:"model"`
 	// SystemFingerprint identifies the configuration that generated
 	// (fingerprint: the model's shapes, tokenizer and chat template).
-	SystemFingerprint string `json:"system_fingerprint"`
-	Choices []CompletionChoice `json:"choices"`
+	SystemFingerprint string             `json:"system_fingerprint"`
+	Choices           []CompletionChoice `json:"choices"`
 	// Usage is an object in a response and in the last chunk of a stream
 	// with include_usage; null in its other chunks; absent otherwise.
 	Usage any `json:"usage,omitempty"`
@@ -146,15 +146,15 @@ type CompletionChoice struct {
 // ChatCompletion is the response of POST /v1/chat/completions (object
 // "chat.completion").
 type ChatCompletion struct {
-	ID      string       `json:"id"`
-	Object  string       `json:"object"`
-	Created int64        `json:"created"`
-	Model   string       `json:"model"`
+	ID      string `json:"id"`
+	Object  string `json:"object"`
+	Created int64  `json:"created"`
+	Model   string `json:"model"`
 	// SystemFingerprint identifies the configuration that generated
 	// (fingerprint: the model's shapes, tokenizer and chat template).
-	SystemFingerprint string `json:"system_fingerprint"`
-	Choices []ChatChoice `json:"choices"`
-	Usage   Usage        `json:"usage"`
+	SystemFingerprint string       `json:"system_fingerprint"`
+	Choices           []ChatChoice `json:"choices"`
+	Usage             Usage        `json:"usage"`
 }
 
 // ChatChoice is one choice of a chat completion.
@@ -174,15 +174,15 @@ type ChatMessage struct {
 // ChatChunk is one chunk of a streamed chat completion (object
 // "chat.completion.chunk").
 type ChatChunk struct {
-	ID      string            `json:"id"`
-	Object  string            `json:"object"`
-	Created int64             `json:"created"`
-	Model   string            `json:"model"`
+	ID      string `json:"id"`
+	Object  string `json:"object"`
+	Created int64  `json:"created"`
+	Model   string `json:"model"`
 	// SystemFingerprint identifies the configuration that generated
 	// (fingerprint: the model's shapes, tokenizer and chat template).
-	SystemFingerprint string `json:"system_fingerprint"`
-	Choices []ChatChunkChoice `json:"choices"`
-	Usage   any               `json:"usage,omitempty"`
+	SystemFingerprint string            `json:"system_fingerprint"`
+	Choices           []ChatChunkChoice `json:"choices"`
+	Usage             any               `json:"usage,omitempty"`
 }
 
 // ChatChunkChoice is one choice of a chunk.
