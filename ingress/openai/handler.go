@@ -164,7 +164,7 @@ func (h *Handler) decode(r *http.Request, w http.ResponseWriter, v any) error {
 	if err := json.Unmarshal(body, v); err != nil {
 		return fmt.Errorf("%w: the body is not the expected JSON: %w", ErrBadRequest, err)
 	}
-	return nil
+	return unknownFields(body, v)
 }
 
 // settings turns the shared fields into a gateway request (all but the

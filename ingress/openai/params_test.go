@@ -49,6 +49,10 @@ func TestUnsupportedParameters(t *testing.T) {
 		{"web_search_options", true, map[string]any{"web_search_options": map[string]any{}}, "unsupported_parameter", "web_search_options", ""},
 		{"reasoning_effort", true, map[string]any{"reasoning_effort": "low"}, "unsupported_parameter", "reasoning_effort", ""},
 		{"n", true, map[string]any{"n": 3}, "invalid_value", "n", "n = 3"},
+		{"store", true, map[string]any{"store": true}, "unsupported_parameter", "store", "only store: false"},
+		{"unknown chat field", true, map[string]any{"verbosity": "low", "min_p": 0.1}, "unsupported_parameter", "min_p", "unrecognized request argument"},
+		{"chat field on completions", false, map[string]any{"messages": msgs}, "unsupported_parameter", "messages", "unrecognized"},
+		{"legacy max_completion_tokens on completions", false, map[string]any{"max_completion_tokens": 3}, "unsupported_parameter", "max_completion_tokens", ""},
 		{"presence_penalty", true, map[string]any{"presence_penalty": 2.5}, "invalid_value", "presence_penalty", "want -2 to 2"},
 		{"frequency_penalty", false, map[string]any{"frequency_penalty": -3}, "invalid_value", "frequency_penalty", "want -2 to 2"},
 		{"logit_bias key", true, map[string]any{"logit_bias": map[string]any{"hello": 1}}, "invalid_value", "logit_bias", `key "hello", want a token id 0 to 511`},
@@ -86,6 +90,7 @@ func TestUnsupportedParameters(t *testing.T) {
 		{"response_format": map[string]any{"type": "text"}},
 		{"tools": []any{}, "tool_choice": "none", "logprobs": false, "modalities": []string{"text"}},
 		{"presence_penalty": 0, "frequency_penalty": 0, "logit_bias": map[string]any{}},
+		{"store": false, "service_tier": "auto", "metadata": map[string]any{"a": "b"}, "prompt_cache_key": "k", "safety_identifier": "u1", "user": "u1"},
 	} {
 		body := map[string]any{"model": "stories260K", "max_tokens": 2, "messages": msgs}
 		for k, v := range extra {
