@@ -144,8 +144,9 @@ func TestPenaltiesThroughTheChain(t *testing.T) {
 
 // TestJSONObjectMode: response_format {"type": "json_object"} constrains
 // decoding over the chain: sampled or greedy, chat or completion, the text
-// is a prefix of a JSON object (max_tokens cuts it here: a 260K-parameter
-// story model writes long strings); with "}" favoured by logit_bias the
+// is a JSON object closed within max_tokens (a 260K-parameter story model
+// writes long strings: the constraint closes them in time); with "}"
+// favoured by logit_bias the
 // object closes at once, "{}", and the model must end there (finish_reason
 // stop).
 func TestJSONObjectMode(t *testing.T) {
@@ -158,8 +159,10 @@ func TestJSONObjectMode(t *testing.T) {
 		var c openai.ChatCompletion
 		require.NoError(t, json.NewDecoder(resp.Body).Decode(&c))
 		text := c.Choices[0].Message.Content
-		prefix, _ := openai.JSONObjectPrefix(text)
-		require.True(t, prefix, "temperature %g: %q", temp, text)
+		prefix, closed := openai.JSONObjectPrefix(text)
+		require.True(t, prefix && closed, "temperature %g: %q", temp, text)
+		var obj map[string]any
+		require.NoError(t, json.Unmarshal([]byte(text), &obj), "%q", text)
 		require.True(t, strings.HasPrefix(text, "{"), "%q", text)
 		require.Greater(t, len(text), 20)
 	}
