@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/bits"
+	"strings"
 
 	"github.com/swarmllm/swarm/blocks"
 	"github.com/swarmllm/swarm/blocks/tokenizer"
@@ -612,7 +613,7 @@ func responseFormat(raw json.RawMessage, tok tokenizer.Tokenizer) (blocks.Constr
 	}
 	root, err := compileSchema(js.Schema, js.Strict != nil && *js.Strict)
 	if err != nil {
-		return nil, badParam("response_format.json_schema.schema", "response_format.json_schema.schema: "+message(err))
+		return nil, badParam("response_format.json_schema.schema", "response_format.json_schema.schema: "+strings.TrimPrefix(err.Error(), "openai: "))
 	}
 	var format any
 	if err := json.Unmarshal(raw, &format); err != nil {

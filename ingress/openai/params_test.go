@@ -30,7 +30,7 @@ func TestUnsupportedParameters(t *testing.T) {
 		substr string
 	}{
 		{"json_schema without schema", false, map[string]any{"response_format": map[string]any{"type": "json_schema", "json_schema": map[string]any{"name": "x"}}}, "invalid_value", "response_format.json_schema.schema", "is required"},
-		{"json_schema keyword", true, map[string]any{"response_format": map[string]any{"type": "json_schema", "json_schema": map[string]any{"name": "x", "schema": map[string]any{"type": "string", "format": "date"}}}}, "invalid_value", "response_format.json_schema.schema", `keyword "format" at #`},
+		{"json_schema keyword", true, map[string]any{"response_format": map[string]any{"type": "json_schema", "json_schema": map[string]any{"name": "x", "schema": map[string]any{"type": "string", "format": "date"}}}}, "invalid_value", "response_format.json_schema.schema", `response_format.json_schema.schema: unsupported JSON schema: keyword "format" at # is not supported`},
 		{"json_schema too long", true, map[string]any{"response_format": map[string]any{"type": "json_schema", "json_schema": map[string]any{"name": "x", "schema": map[string]any{"enum": []string{"abc"}}}}}, "invalid_value", "max_tokens", "shortest document takes 5 tokens"},
 		{"json_schema unknown field", true, map[string]any{"response_format": map[string]any{"type": "json_schema", "json_schema": map[string]any{"name": "x", "schema": map[string]any{}, "pattern": 1}}}, "invalid_value", "response_format.json_schema", `unknown field "pattern"`},
 		{"response_format type", true, map[string]any{"response_format": map[string]any{"type": "grammar"}}, "unsupported_parameter", "response_format", `only "text", "json_object" and "json_schema"`},
