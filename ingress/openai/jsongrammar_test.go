@@ -10,6 +10,8 @@ import (
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"github.com/stretchr/testify/require"
+
+	"github.com/swarmllm/swarm/blocks/synth"
 )
 
 // personSchema: two required properties, an optional array of an enum
@@ -214,4 +216,30 @@ func compileOracle(t *testing.T, schema string) *jsonschema.Schema {
 	s, err := c.Compile("schema.json")
 	require.NoError(t, err)
 	return s
+}
+
+// BenchmarkJSONSchemaMask times one step's mask over a 32000-piece
+// vocabulary (synth's Llama 2 shaped one) inside a string of personSchema,
+// the most permissive state: go test -bench JSONSchemaMask -run '^$'.
+func BenchmarkJSONSchemaMask(b *testing.B) {
+	words, _, _, err := synth.Vocab(32000)
+	require.NoError(b, err)
+	vocab := pieces(words)
+	n, err := compileSchema([]byte(personSchema), false)
+	require.NoError(b, err)
+	c := newJSONSchema(vocab, n, nil)
+	c.SetBudget(1000)
+	for i := range len(`{"name":"`) {
+		c.state.step(`{"name":"`[i])
+	}
+	allowed := 0
+	for b.Loop() {
+		allowed = 0
+		for id := range vocab {
+			if c.Allowed(id) {
+				allowed++
+			}
+		}
+	}
+	b.ReportMetric(float64(allowed), "allowed")
 }
