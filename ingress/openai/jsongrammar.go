@@ -516,6 +516,7 @@ type jsonSchema struct {
 	bos, eos int
 	state    jstate
 	budget   int // tokens left; < 0: unbounded
+	needNow  int // state.need(), kept by Accept
 	format   any
 }
 
@@ -525,6 +526,7 @@ var _ blocks.BudgetedConstraint = (*jsonSchema)(nil)
 // format is the response_format forwarded to replicas.
 func newJSONSchema(tok tokenizer.Tokenizer, root *node, format any) *jsonSchema {
 	c := &jsonSchema{pieces: make([]string, tok.VocabSize()), bos: tok.BOS(), eos: tok.EOS(), state: newJState(root), budget: -1, format: format}
+	c.needNow = c.state.need()
 	for id := range c.pieces {
 		c.pieces[id] = tok.Decode(-1, id)
 	}
@@ -552,7 +554,7 @@ func (c *jsonSchema) Allowed(id int) bool {
 			return false
 		}
 	}
-	if c.budget < 0 || c.state.need() > c.budget {
+	if c.budget < 0 || c.needNow > c.budget {
 		return true // unbounded, or already too late to complete
 	}
 	return next.need() <= c.budget-1
@@ -566,6 +568,7 @@ func (c *jsonSchema) Accept(id int) {
 	for i := range len(piece) {
 		c.state.step(piece[i])
 	}
+	c.needNow = c.state.need()
 	if c.budget > 0 {
 		c.budget--
 	}
