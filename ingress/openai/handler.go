@@ -426,6 +426,10 @@ func (h *Handler) chat(w http.ResponseWriter, r *http.Request) {
 			h.writeError(w, badParam(fmt.Sprintf("messages[%d].role", i), fmt.Sprintf("role %q, want system, developer, user, assistant or tool", m.Role)))
 			return
 		}
+		if len(m.extra) > 0 {
+			h.writeError(w, unsupported(fmt.Sprintf("messages[%d].%s", i, m.extra[0]), "this API reads a message's role, content and name (tool calling is not implemented)"))
+			return
+		}
 		text, err := m.text(i)
 		if err != nil {
 			h.writeError(w, badParam(fmt.Sprintf("messages[%d].content", i), err.Error()))

@@ -49,6 +49,8 @@ func TestUnsupportedParameters(t *testing.T) {
 		{"web_search_options", true, map[string]any{"web_search_options": map[string]any{}}, "unsupported_parameter", "web_search_options", ""},
 		{"reasoning_effort", true, map[string]any{"reasoning_effort": "low"}, "unsupported_parameter", "reasoning_effort", ""},
 		{"n", true, map[string]any{"n": 3}, "invalid_value", "n", "n = 3"},
+		{"message tool_calls", true, map[string]any{"messages": []any{map[string]any{"role": "assistant", "content": "", "tool_calls": []any{map[string]any{"id": "c"}}}}}, "unsupported_parameter", "messages[0].tool_calls", "tool calling"},
+		{"message tool_call_id", true, map[string]any{"messages": []any{map[string]any{"role": "user", "content": "x"}, map[string]any{"role": "tool", "content": "1", "tool_call_id": "c"}}}, "unsupported_parameter", "messages[1].tool_call_id", ""},
 		{"store", true, map[string]any{"store": true}, "unsupported_parameter", "store", "only store: false"},
 		{"unknown chat field", true, map[string]any{"verbosity": "low", "min_p": 0.1}, "unsupported_parameter", "min_p", "unrecognized request argument"},
 		{"chat field on completions", false, map[string]any{"messages": msgs}, "unsupported_parameter", "messages", "unrecognized"},
@@ -90,6 +92,7 @@ func TestUnsupportedParameters(t *testing.T) {
 		{"response_format": map[string]any{"type": "text"}},
 		{"tools": []any{}, "tool_choice": "none", "logprobs": false, "modalities": []string{"text"}},
 		{"presence_penalty": 0, "frequency_penalty": 0, "logit_bias": map[string]any{}},
+		{"messages": []any{map[string]any{"role": "assistant", "content": "hi", "tool_calls": []any{}, "refusal": nil, "name": "bot"}}},
 		{"store": false, "service_tier": "auto", "metadata": map[string]any{"a": "b"}, "prompt_cache_key": "k", "safety_identifier": "u1", "user": "u1"},
 	} {
 		body := map[string]any{"model": "stories260K", "max_tokens": 2, "messages": msgs}

@@ -3,6 +3,8 @@ package openai
 import (
 	"encoding/json"
 	"fmt"
+	"sort"
+	"strings"
 )
 
 // The request and response bodies of the OpenAI API as this front end
@@ -83,6 +85,34 @@ type ChatMessageIn struct {
 	Role    string          `json:"role"`
 	Content json.RawMessage `json:"content"`
 	Name    string          `json:"name,omitempty"`
+	// extra are the other fields the message sets (tool_calls,
+	// tool_call_id, audio...), sorted: the handler refuses them.
+	extra []string
+}
+
+// UnmarshalJSON reads the message and notes its other fields set (not
+// null, not []) in extra.
+func (m *ChatMessageIn) UnmarshalJSON(b []byte) error {
+	type plain ChatMessageIn
+	if err := json.Unmarshal(b, (*plain)(m)); err != nil {
+		return err
+	}
+	var raw map[string]json.RawMessage
+	if err := json.Unmarshal(b, &raw); err != nil {
+		return err
+	}
+	m.extra = nil
+	for k, v := range raw {
+		switch k {
+		case "role", "content", "name":
+		default:
+			if s := strings.TrimSpace(string(v)); set(v) && s != "[]" {
+				m.extra = append(m.extra, k)
+			}
+		}
+	}
+	sort.Strings(m.extra)
+	return nil
 }
 
 // text returns the message's content as text.
