@@ -65,6 +65,9 @@ type BudgetedConstraint interface {
 	Constraint
 	// SetBudget sets the tokens that may still be drawn (>= 0).
 	SetBudget(tokens int)
+	// Done reports that the text is complete: only the end of generation
+	// may follow, so running out of budget here is a natural stop.
+	Done() bool
 }
 
 // Validate returns an error wrapping ErrArgument naming the first setting out

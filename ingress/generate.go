@@ -257,7 +257,7 @@ func (s *Session) generate(ctx context.Context, p GenerateParams, start time.Tim
 		remaining -= o.tokens
 		if err == nil {
 			res.FinishReason = "length"
-			if stopped || o.ended {
+			if stopped || o.ended || constraintDone(p.Sampler.Constraint) {
 				res.FinishReason = "stop"
 			}
 			if !stopped {
@@ -301,4 +301,11 @@ func (s *Session) generate(ctx context.Context, p GenerateParams, start time.Tim
 			in = input{ids: ids}
 		}
 	}
+}
+
+// constraintDone reports whether a budgeted constraint's text is complete
+// (a JSON document closed exactly at max_tokens ends with "stop").
+func constraintDone(c blocks.Constraint) bool {
+	b, ok := c.(blocks.BudgetedConstraint)
+	return ok && b.Done()
 }

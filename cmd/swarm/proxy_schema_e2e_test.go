@@ -123,6 +123,9 @@ func TestProxyOpenAINpmSchema(t *testing.T) {
 		require.NoError(t, err, "seed %d: %q", d.Seed, d.Text)
 		require.NoError(t, validator.Validate(v), "seed %d: %q", d.Seed, d.Text)
 		require.LessOrEqual(t, d.CompletionTokens, 160)
+		if d.Seed >= 0 {
+			require.Equal(t, "stop", d.FinishReason, "seed %d", d.Seed)
+		}
 		texts[d.Text] = true
 	}
 	require.Greater(t, len(texts), 15, "sampled documents differ from seed to seed")

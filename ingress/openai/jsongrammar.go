@@ -505,7 +505,8 @@ func rest(f *frame) int {
 // schema's grammar, EOS may come only once the document is complete, and,
 // told its budget (SetBudget), it allows only tokens after which the
 // shortest completion still fits in the tokens left, so that the document
-// is complete when max_tokens is reached. The shortest completion is
+// is complete when max_tokens is reached (finish_reason "stop" when it
+// closes exactly then). The shortest completion is
 // counted in bytes: one token per byte holds when the vocabulary has a
 // piece for every byte it writes (byte-fallback and byte-level BPE
 // vocabularies do). If max_tokens is smaller than the shortest document,
@@ -539,6 +540,9 @@ func (c *jsonSchema) ResponseFormat() any { return c.format }
 
 // SetBudget tells the constraint how many tokens may still be drawn.
 func (c *jsonSchema) SetBudget(tokens int) { c.budget = tokens }
+
+// Done reports that the document is closed: only EOS may follow.
+func (c *jsonSchema) Done() bool { return c.state.cur.n == nil }
 
 func (c *jsonSchema) Allowed(id int) bool {
 	switch {

@@ -365,6 +365,9 @@ func (c *jsonObject) Allowed(id int) bool {
 // SetBudget tells the constraint how many tokens may still be drawn.
 func (c *jsonObject) SetBudget(tokens int) { c.budget = tokens }
 
+// Done reports that the object is closed: only EOS may follow.
+func (c *jsonObject) Done() bool { return c.state.mode == mDone }
+
 func (c *jsonObject) Accept(id int) {
 	if id >= 0 && id < len(c.pieces) && id != c.eos {
 		c.state.feed(c.pieces[id])

@@ -32,7 +32,8 @@ const recipeSchema = `{"type": "object", "properties": {
 // servers: for several seeds, sampled, with max_tokens from the shortest
 // document up, the text is a complete document that an independent
 // validator (santhosh-tekuri/jsonschema) accepts; max_tokens below the
-// shortest document is a 400.
+// shortest document is a 400. The document closed, finish_reason is
+// "stop" even when it closed at max_tokens.
 func TestJSONSchemaMode(t *testing.T) {
 	hs, _ := startAPI(t, ingresstest.StartChain(t), nil)
 	var schema any
@@ -55,6 +56,7 @@ func TestJSONSchemaMode(t *testing.T) {
 		require.NoError(t, json.NewDecoder(resp.Body).Decode(&out))
 		text := out.Choices[0].Message.Content
 		require.LessOrEqual(t, out.Usage.CompletionTokens, maxTokens)
+		require.Equal(t, "stop", out.Choices[0].FinishReason, "a closed document is a natural stop, even at max_tokens")
 		v, err := jsonschema.UnmarshalJSON(bytes.NewReader([]byte(text)))
 		require.NoError(t, err, "seed %d max_tokens %d: %q", seed, maxTokens, text)
 		require.NoError(t, validator.Validate(v), "%q", text)
