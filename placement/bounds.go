@@ -184,6 +184,12 @@ func ClientLowerBound(in Input, c int) (float64, error) {
 // T^o >= (1/R) sum_c |R_c| T_c^o, with |R_c| from in.Demand (nil: R split
 // evenly) and T_c^o from ClientLowerBound (B.8).
 func LowerBound(in Input) (float64, error) {
+	return demandAverage(in, ClientLowerBound)
+}
+
+// demandAverage returns (1/R) sum_c |R_c| perClient(in, c), |R_c| from
+// in.Demand (nil: R split evenly), after validating in.
+func demandAverage(in Input, perClient func(Input, int) (float64, error)) (float64, error) {
 	if err := in.Validate(); err != nil {
 		return 0, err
 	}
@@ -192,7 +198,7 @@ func LowerBound(in Input) (float64, error) {
 		if d == 0 {
 			continue
 		}
-		t, err := ClientLowerBound(in, c)
+		t, err := perClient(in, c)
 		if err != nil {
 			return 0, err
 		}
@@ -266,21 +272,7 @@ func ClientSessionBound(in Input, c int) (float64, error) {
 // for every placement and routing; it is at least LowerBound (B.8).
 // Errors are ClientSessionBound's.
 func SessionBound(in Input) (float64, error) {
-	if err := in.Validate(); err != nil {
-		return 0, err
-	}
-	total := 0.0
-	for c, d := range in.demand() {
-		if d == 0 {
-			continue
-		}
-		t, err := ClientSessionBound(in, c)
-		if err != nil {
-			return 0, err
-		}
-		total += float64(d) * t
-	}
-	return total / float64(in.Sessions), nil
+	return demandAverage(in, ClientSessionBound)
 }
 
 // FixedPointR returns a design parameter R that is consistent with the
