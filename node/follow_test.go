@@ -31,7 +31,7 @@ func TestPlannersCoverAHole(t *testing.T) {
 	c := joinMemberWith(t, registrytest.P2PConfig(boot.node), moveRegistry())
 	planners := []peer.ID{a.node.ID()}
 	start := func(m *member, s swarm.Span) context.CancelFunc {
-		cfg := serverConfig(t, cache, boot)
+		cfg := pinnedServerConfig(t, cache, boot)
 		cfg.Auto, cfg.Server.Blocks, cfg.Server.MemoryBytes = false, s, memoryFor(3)
 		cfg.Planners, cfg.Replan.Interval = planners, 200*time.Millisecond
 		stop, ready, _ := runServer(t, m, cfg)
@@ -120,7 +120,7 @@ func TestLeaderKilledDuringMove(t *testing.T) {
 	release := func() { resumeOnce.Do(func() { close(resume) }) }
 	t.Cleanup(release) // a failed test must not leave B's move blocked
 	start := func(m *member, s swarm.Span, memory int64) context.CancelFunc {
-		cfg := serverConfig(t, cache, boot)
+		cfg := pinnedServerConfig(t, cache, boot)
 		cfg.Auto, cfg.Server.Blocks, cfg.Server.MemoryBytes = false, s, memory
 		cfg.Planners = ids
 		if m == b {

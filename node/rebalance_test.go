@@ -53,7 +53,8 @@ func TestSelfPlan(t *testing.T) {
 // a planner group: A and B hold 0:3 (memory for 3 blocks each), C holds
 // 3:5 (memory for 2), and every server rebalances on its own (evaluations
 // 4 s apart on average, within 300 ms of a registry change); at first
-// nobody moves (with R = 1 and equal servers no placement is faster, and
+// nobody moves (R = 1, pinned equal taus and no client RTT: no placement
+// is faster, and
 // every block has the capacity R). C stops; without a new
 // server, exactly one of A and B moves (both compute the same plan; no
 // herd), blocks 3:5 are covered again within 10 s of the hole showing, and
@@ -67,7 +68,7 @@ func TestRebalanceCoversAHole(t *testing.T) {
 	var mu sync.Mutex
 	var started []swarm.Span
 	start := func(m *member, s swarm.Span, blocks int) (context.CancelFunc, <-chan Serving) {
-		cfg := serverConfig(t, cache, boot)
+		cfg := pinnedServerConfig(t, cache, boot)
 		cfg.Auto, cfg.Server.Blocks, cfg.Server.MemoryBytes = false, s, memoryFor(blocks)
 		cfg.Rebalance = RebalanceConfig{Interval: 4 * time.Second, Jitter: 300 * time.Millisecond}
 		cfg.OnMove = func(ev MoveEvent) {
