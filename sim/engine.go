@@ -77,7 +77,12 @@ type session struct {
 	end     float64
 	setup   float64 // calibration constants between start and prefill (0 without)
 	prefill float64 // sum_j (tI_cj + k_j tauI_j): the first token once started
-	decode  float64 // sum_j (t_cj + k_j tau_j): each later token
+	decode  float64 // sum_j (t_cj + k_j tau_j): each later token, alone
+	// Under a shared server model (serial, batched) the decode tokens
+	// progress at a rate that changes as sessions start and end:
+	left float64 // decode tokens still to produce at time last
+	last float64 // when left was last updated (>= the first token)
+	cur  float64 // current time per decode token
 	chain   []hop
 	retries int
 	started bool
@@ -188,6 +193,9 @@ func (e *engine) run(arrivals []float64) error {
 		case evStart:
 			err = e.start(ev.session)
 		case evEnd:
+			if s := &e.sessions[ev.session]; s.done || ev.t != s.end {
+				continue // superseded: the session's end moved (shared server model)
+			}
 			e.finish(ev.session)
 		}
 		if err != nil {
@@ -208,7 +216,10 @@ func (e *engine) routeNow() ([]hop, error) {
 		servers[a].Sessions = loads
 		servers[a].AsOf = e.now
 	}
-	req := routing.Request{Blocks: e.fleet.Model.Blocks, MaxLength: e.work.OutputTokens, Now: e.now, Prefill: true}
+	// Eq. (8) by default (paper 003 and its simulator); eq. (4) with
+	// LinkDecode, as the live client routes.
+	req := routing.Request{Blocks: e.fleet.Model.Blocks, MaxLength: e.work.OutputTokens, Now: e.now,
+		Prefill: e.fleet.LinkCost == LinkAllTokens}
 	var t0 time.Time
 	if e.clock != nil {
 		t0 = e.clock()
@@ -343,6 +354,15 @@ func (e *engine) roomAt(j, need int) (float64, bool) {
 // over-committed (eq. 2 with the plan's cache slots).
 func (e *engine) start(i int) error {
 	s := &e.sessions[i]
+	if e.shared() {
+		if t, ok := e.blockedUntil(s.chain); ok {
+			// Shared server models move ends later than booked: the
+			// caches this session reserved are still held. Try again at
+			// the next end of a running session on a full server.
+			e.push(t, evStart, i)
+			return nil
+		}
+	}
 	for _, h := range s.chain {
 		e.used[h.server] += h.blocks
 		if e.used[h.server] > e.plan.CacheSlots[h.server] {
@@ -351,6 +371,12 @@ func (e *engine) start(i int) error {
 		}
 	}
 	s.started = true
+	if e.shared() {
+		s.start = e.now
+		s.last = e.now + s.setup + s.prefill
+		s.left = float64(e.work.OutputTokens - 1)
+		e.restep()
+	}
 	return nil
 }
 
@@ -395,4 +421,70 @@ func (e *engine) finish(i int) {
 	}
 	s.done = true
 	e.conc--
+	if e.shared() {
+		e.restep()
+	}
+}
+
+// shared reports whether concurrent sessions slow each other's tokens
+// (ServerSerial, ServerBatched).
+func (e *engine) shared() bool { return e.fleet.ServerModel != ServerIndependent }
+
+// blockedUntil returns, when some server of chain c lacks the cache room
+// for it among the started sessions, the earliest end of a started session
+// on such a server; false when every server has room.
+func (e *engine) blockedUntil(c []hop) (float64, bool) {
+	t, blocked := math.Inf(1), false
+	for _, h := range c {
+		if e.used[h.server]+h.blocks <= e.plan.CacheSlots[h.server] {
+			continue
+		}
+		blocked = true
+		for _, x := range e.holds[h.server] {
+			if r := &e.sessions[x.session]; r.started && !r.done {
+				t = min(t, r.end)
+			}
+		}
+	}
+	return max(t, e.now), blocked
+}
+
+// restep brings every running session's decode progress up to now and
+// recomputes its time per token and end under the server model, after a
+// session started or ended: the compute term of server j is
+// k_j tau_j * Fleet.stepFactor for the sessions running on j now
+// (started, not done; a session counts from its start, prefill included).
+// The first token is not slowed. Changed ends are pushed as new events;
+// the old ones are skipped.
+func (e *engine) restep() {
+	load := make([]int, len(e.fleet.Servers))
+	n := make([]int, len(e.fleet.Servers))
+	for j, hs := range e.holds {
+		for _, h := range hs {
+			if r := &e.sessions[h.session]; r.started && !r.done {
+				load[j] += h.caches
+				n[j]++
+			}
+		}
+	}
+	for i := range e.sessions {
+		s := &e.sessions[i]
+		if !s.started || s.done {
+			continue
+		}
+		if e.now > s.last {
+			s.left = max(0, s.left-(e.now-s.last)/s.cur)
+			s.last = e.now
+		}
+		cur := 0.0
+		for _, h := range s.chain {
+			hw := e.fleet.Servers[h.server].Hardware
+			cur += e.fleet.TokenRTT(h.server) + float64(h.blocks)*hw.Tau*e.fleet.stepFactor(h.server, h.blocks, load[h.server], n[h.server])
+		}
+		s.cur = cur
+		if end := s.last + s.left*cur; end != s.end {
+			s.end = end
+			e.push(end, evEnd, i)
+		}
+	}
 }

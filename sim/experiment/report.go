@@ -124,7 +124,7 @@ func (e *Experiment) WriteJSON(w io.Writer, results []sim.Result) error {
 func (e *Experiment) WriteText(w io.Writer, results []sim.Result) error {
 	fmt.Fprintln(w, e.Describe())
 	fmt.Fprintln(w, e.Calibration())
-	if err := sim.WriteTable(w, results); err != nil {
+	if err := sim.WriteTable(w, results, e.o.OutputTokens); err != nil {
 		return err
 	}
 	if p, ok := e.Paper(); ok {
