@@ -80,9 +80,9 @@ type session struct {
 	decode  float64 // sum_j (t_cj + k_j tau_j): each later token, alone
 	// Under a shared server model (serial, batched) the decode tokens
 	// progress at a rate that changes as sessions start and end:
-	left float64 // decode tokens still to produce at time last
-	last float64 // when left was last updated (>= the first token)
-	cur  float64 // current time per decode token
+	left    float64 // decode tokens still to produce at time last
+	last    float64 // when left was last updated (>= the first token)
+	cur     float64 // current time per decode token
 	chain   []hop
 	retries int
 	started bool
