@@ -2,11 +2,14 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"time"
 
+	"github.com/mattn/go-isatty"
 	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -61,11 +64,19 @@ Examples:
   swarm sim sweep --scenario topology --topology Abvt.graph --vary rate --plot rate.svg`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			var err error
+			if o.Options, err = experiment.ApplyPreset(o.Options, cmd.Flags().Changed); err != nil {
+				return usageError(err)
+			}
+			if p, _ := experiment.LookupPreset(o.Preset); p != nil && p.Vary != "" {
+				return usageError(fmt.Errorf("%w: --preset %s is a sweep (Fig. %s): use swarm sim sweep --preset %s",
+					experiment.ErrBadOptions, p.Name, p.Name[3:], p.Name))
+			}
 			return simulate(cmd.Context(), cmd.OutOrStdout(), o)
 		},
 	}
 	addSimFlags(cmd.Flags(), &o)
-	cmd.AddCommand(newSimSweepCmd())
+	cmd.AddCommand(newSimSweepCmd(), newSimTablesCmd())
 	return cmd
 }
 
@@ -96,6 +107,13 @@ Example:
   swarm sim sweep --scenario topology --topology Bellcanada.graph --vary eta --runs 5 --plot eta.svg`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			var err error
+			if o.Options, err = experiment.ApplyPreset(o.Options, cmd.Flags().Changed); err != nil {
+				return usageError(err)
+			}
+			if p, _ := experiment.LookupPreset(o.Preset); p != nil && p.Vary != "" && o.vary == "" {
+				o.vary = p.Vary
+			}
 			return runSweep(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), o, cmd.Flags().Changed("requests"))
 		},
 	}
@@ -136,23 +154,35 @@ func simulate(ctx context.Context, out io.Writer, o simOptions) error {
 	return experiment.Failed(res)
 }
 
-// runSweep runs `swarm sim sweep` with a progress bar on errOut.
+// progress returns a progress bar's tick and finish on errOut when it is
+// a terminal, and no-ops otherwise (a log file gets no bar).
+func progress(errOut io.Writer, total int, what string) (tick func(), finish func()) {
+	f, ok := errOut.(*os.File)
+	if !ok || !(isatty.IsTerminal(f.Fd()) || isatty.IsCygwinTerminal(f.Fd())) {
+		return func() {}, func() {}
+	}
+	bar := progressbar.NewOptions(total,
+		progressbar.OptionSetWriter(errOut),
+		progressbar.OptionSetDescription(what),
+		progressbar.OptionShowCount(),
+		progressbar.OptionThrottle(200*time.Millisecond),
+		progressbar.OptionClearOnFinish())
+	return func() { _ = bar.Add(1) }, func() { _ = bar.Finish() }
+}
+
+// runSweep runs `swarm sim sweep` with a progress bar on errOut when it is
+// a terminal.
 func runSweep(ctx context.Context, out, errOut io.Writer, o sweepOptions, requestsSet bool) error {
 	s, err := experiment.NewSweep(o.Options, o.vary, o.values, requestsSet)
 	if err != nil {
 		return usageError(err)
 	}
-	bar := progressbar.NewOptions(s.Runs(),
-		progressbar.OptionSetWriter(errOut),
-		progressbar.OptionSetDescription("sweep "+o.vary),
-		progressbar.OptionShowCount(),
-		progressbar.OptionThrottle(200*time.Millisecond),
-		progressbar.OptionClearOnFinish())
-	points, err := s.Run(ctx, func() { _ = bar.Add(1) })
+	tick, finish := progress(errOut, s.Runs(), "sweep "+o.vary)
+	points, err := s.Run(ctx, tick)
 	if err != nil {
 		return err
 	}
-	_ = bar.Finish()
+	finish()
 	if o.plot != "" {
 		if err := s.Plot(o.plot, points); err != nil {
 			return err
@@ -168,4 +198,66 @@ func runSweep(ctx context.Context, out, errOut io.Writer, o sweepOptions, reques
 		fmt.Fprintf(out, "plot written to %s\n", o.plot)
 	}
 	return nil
+}
+
+// tablesOptions are the flags of `swarm sim tables`.
+type tablesOptions struct {
+	simOptions
+	dir      string
+	markdown bool
+}
+
+func newSimTablesCmd() *cobra.Command {
+	var o tablesOptions
+	cmd := &cobra.Command{
+		Use:   "tables [--topology-dir DIR] [--runs N] [--markdown|--json] [sim flags]",
+		Short: "Simulate every cell of paper 003's Tables 4 and 5, mechanism-only and calibrated, next to the paper's",
+		Long: `tables runs proposed and petals in each of the 24 cells of paper 003's Tables 4
+and 5 (3 client clusters, AboveNet with 9 servers, BellCanada and GTS-CE with
+26; rates 0.1 and 0.5 per second, l_max 64 and 128; lI = 20, 100 requests),
+each from its preset (table4-clustered, table5-abovenet-9, table5-26), once
+mechanism-only and once with --calibration matlab, and prints for each the
+proposed/petals per-token ratio with its 95% confidence half-width and the
+share of the gain that comes from the first token, next to the paper's
+experiment and MATLAB ratios and shares (Tables 4, 5, C.7-C.10).
+
+The other sim flags (--runs, --seed, --parallel, --server-model,
+--batch-growth, --link-cost, --petals-session-tokens, --placement) apply to
+every cell; scenario, topology, servers, eta, rate, tokens, requests and
+calibration are set per cell. Progress goes to stderr when it is a terminal.
+
+Example:
+  swarm sim tables --runs 20 --markdown`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runTables(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), o)
+		},
+	}
+	addSimFlags(cmd.Flags(), &o.simOptions)
+	cmd.Flags().StringVar(&o.dir, "topology-dir", "../shared/topologies/repetita/2016TopologyZooUCL_unary",
+		"directory of the Repetita files Abvt.graph, Bellcanada.graph and GtsCe.graph")
+	cmd.Flags().BoolVar(&o.markdown, "markdown", false, "print a Markdown table (the README's) instead of a text table")
+	return cmd
+}
+
+// runTables runs `swarm sim tables`.
+func runTables(ctx context.Context, out, errOut io.Writer, o tablesOptions) error {
+	tick, finish := progress(errOut, 2*experiment.TableCells()*o.Runs, "tables")
+	cells, cfg, err := experiment.RunTables(ctx, o.Options, o.dir, tick)
+	if err != nil {
+		return usageError(err)
+	}
+	finish()
+	if o.json {
+		return writeJSONOut(out, experiment.TablesReport{Schema: experiment.SchemaVersion, Config: cfg, Cells: cells})
+	}
+	fmt.Fprintf(out, "paper 003 Tables 4 and 5: proposed / petals per-token time, ours (%d runs, servers %s, link cost %s, placement %s) vs the paper's\n",
+		o.Runs, cfg.ServerModel, cfg.LinkCost, cfg.Placement)
+	return experiment.WriteTables(out, cells, o.markdown)
+}
+
+func writeJSONOut(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
 }

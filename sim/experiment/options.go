@@ -77,12 +77,35 @@ type Options struct {
 	Calibration string
 	// Parallel is the number of runs simulated at once (>= 1).
 	Parallel int
+	// Preset names a deployment of paper 003 (Presets) whose values the
+	// other options were filled from (ApplyPreset); "" for none. The
+	// paper's numbers are shown only when the fleet still matches it.
+	Preset string
+	// ServerModel is how servers step concurrent sessions: "independent"
+	// (the paper), "serial" (PETALS) or "batched" (our server, the
+	// default).
+	ServerModel string
+	// BatchGrowth is the assumed relative growth of a batched step per
+	// extra session for ServerModel "batched" (sim.AssumedBatchCurve).
+	BatchGrowth float64
+	// LinkCost is the WS-RR / opt-rr hop cost: "eq8" (the paper, default)
+	// or "eq4" (the live client).
+	LinkCost string
+	// PetalsSessionTokens is the cache tokens a PETALS client session
+	// reserves on each block (0: lI + l_max).
+	PetalsSessionTokens int
+	// Placement is the proposed algorithm's placement process: "batch"
+	// (CG-BP, the paper), "incremental" (join order) or "live"
+	// (incremental + replanning).
+	Placement string
 }
 
 // DefaultOptions returns the clustered scenario with the client remote,
 // 0.1 sessions/s, 100 requests of 20 + 128 tokens, 20 runs from seed 1,
 // every algorithm, no calibration, GOMAXPROCS runs at once (and, for the
-// topology scenario, fibre delays, 40% of the nodes as servers, eta 0.2).
+// topology scenario, fibre delays, 40% of the nodes as servers, eta 0.2),
+// batched servers (3% per extra session, assumed), the paper's link cost
+// (8), PETALS sessions reserving lI + l_max tokens, batch CG-BP.
 func DefaultOptions() Options {
 	return Options{
 		Scenario:      "clustered",
@@ -97,6 +120,10 @@ func DefaultOptions() Options {
 		Algorithms:    sim.PaperAlgorithmNames(),
 		Calibration:   sim.CalibrationNone,
 		Parallel:      runtime.GOMAXPROCS(0),
+		ServerModel:   sim.ServerBatched.String(),
+		BatchGrowth:   sim.DefaultBatchGrowth,
+		LinkCost:      sim.LinkAllTokens.String(),
+		Placement:     sim.ProcessBatch,
 	}
 }
 
@@ -109,6 +136,11 @@ type Experiment struct {
 	top   *topologies.Topology
 	rtt   *topologies.RTTMatrix
 	sweep bool // a point of a Sweep (the MATLAB sweeps' constants)
+
+	serverModel sim.ServerModel
+	linkCost    sim.LinkCost
+	preset      *Preset  // Options.Preset, nil for none
+	warnings    []string // why the paper's numbers are not comparable
 }
 
 // New validates o and loads its topology. Errors: *OptionError
@@ -139,6 +171,27 @@ func New(o Options) (*Experiment, error) {
 		}
 		e.algs = append(e.algs, a)
 	}
+	var err error
+	if e.algs, err = sim.WithPlacementProcess(e.algs, o.Placement); err != nil {
+		return nil, badOption("--placement: %w", err)
+	}
+	if e.serverModel, err = sim.ParseServerModel(o.ServerModel); err != nil {
+		return nil, badOption("--server-model: %w", err)
+	}
+	if e.linkCost, err = sim.ParseLinkCost(o.LinkCost); err != nil {
+		return nil, badOption("--link-cost: %w", err)
+	}
+	switch {
+	case math.IsNaN(o.BatchGrowth) || math.IsInf(o.BatchGrowth, 0) || o.BatchGrowth < 0:
+		return nil, badOption("--batch-growth %g, want a finite fraction >= 0", o.BatchGrowth)
+	case o.PetalsSessionTokens < 0:
+		return nil, badOption("--petals-session-tokens %d, want >= 0 (0: lI + l_max)", o.PetalsSessionTokens)
+	}
+	if o.Preset != "" {
+		if e.preset, err = LookupPreset(o.Preset); err != nil {
+			return nil, err
+		}
+	}
 	switch o.Scenario {
 	case "clustered":
 		if o.Topology != "" {
@@ -154,6 +207,7 @@ func New(o Options) (*Experiment, error) {
 	default:
 		return nil, badOption("--scenario %q, want clustered or topology", o.Scenario)
 	}
+	e.warnings = e.checkPaperMatch()
 	return e, nil
 }
 

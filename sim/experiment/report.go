@@ -11,10 +11,78 @@ import (
 	"github.com/swarmllm/swarm/topologies"
 )
 
+// SchemaVersion names the layout of the JSON documents of `swarm sim`
+// and `swarm sim sweep` (Report, SweepReport, TablesReport). It changes
+// whenever a field changes meaning or goes away; new fields may be added
+// within a version.
+const SchemaVersion = "swarm-sim/2"
+
+// Config echoes the options of an experiment as fields (resolved: Servers
+// after the 40% default, the preset's values filled in).
+type Config struct {
+	Preset              string   `json:"preset,omitempty"`
+	Scenario            string   `json:"scenario"`
+	Topology            string   `json:"topology,omitempty"`
+	TopologyName        string   `json:"topology_name,omitempty"`
+	GraphMLDelays       string   `json:"graphml_delays,omitempty"`
+	Servers             int      `json:"servers,omitempty"`
+	Eta                 float64  `json:"eta,omitempty"`
+	ClientCluster       int      `json:"client_cluster"`
+	Model               string   `json:"model"`
+	Rate                float64  `json:"rate"`
+	Requests            int      `json:"requests"`
+	InputTokens         int      `json:"input_tokens"`
+	OutputTokens        int      `json:"output_tokens"`
+	Seed                uint64   `json:"seed"`
+	Runs                int      `json:"runs"`
+	Algorithms          []string `json:"algorithms"`
+	Calibration         string   `json:"calibration"`
+	ServerModel         string   `json:"server_model"`
+	BatchGrowth         float64  `json:"batch_growth,omitempty"`
+	LinkCost            string   `json:"link_cost"`
+	PetalsSessionTokens int      `json:"petals_session_tokens"`
+	Placement           string   `json:"placement"`
+}
+
+// Config returns the experiment's options as a Config.
+func (e *Experiment) Config() Config {
+	o := e.o
+	c := Config{
+		Preset: o.Preset, Scenario: o.Scenario, ClientCluster: o.ClientCluster, Model: sim.BLOOM176B().Name,
+		Rate: o.Rate, Requests: o.Requests, InputTokens: o.InputTokens, OutputTokens: o.OutputTokens,
+		Seed: o.Seed, Runs: o.Runs, Calibration: o.Calibration, ServerModel: e.serverModel.String(),
+		LinkCost: e.linkCost.String(), PetalsSessionTokens: o.PetalsSessionTokens, Placement: o.Placement,
+	}
+	if c.Placement == "" {
+		c.Placement = sim.ProcessBatch
+	}
+	for _, a := range e.algs {
+		c.Algorithms = append(c.Algorithms, a.Name)
+	}
+	if e.serverModel == sim.ServerBatched {
+		c.BatchGrowth = o.BatchGrowth
+	}
+	if e.top != nil {
+		c.Topology, c.TopologyName, c.GraphMLDelays, c.Servers, c.Eta = o.Topology, e.top.Name, o.GraphMLDelays, o.Servers, o.Eta
+	}
+	return c
+}
+
 // Report is the JSON document of one experiment (`swarm sim --json`).
 type Report struct {
+	// Schema is SchemaVersion.
+	Schema string `json:"schema"`
+	// Config is the experiment's configuration, field by field.
+	Config Config `json:"config"`
 	// Scenario is Describe's one-line header.
 	Scenario string `json:"scenario"`
+	// Warnings say why the results must not be compared with the paper's
+	// (Experiment.Warnings).
+	Warnings []string `json:"warnings,omitempty"`
+	// Decomposition splits the per-token gain of proposed over petals
+	// into first-token and remaining-token parts (sim.Decompose), when
+	// both ran.
+	Decomposition *sim.Decomposition `json:"decomposition,omitempty"`
 	// Calibration is "none" or "matlab" (Options.Calibration); the
 	// constants themselves are in CalibrationConstants when not none.
 	Calibration          string           `json:"calibration"`
@@ -32,6 +100,27 @@ type Paper struct {
 	Source   string        `json:"source"`
 	Petals   sim.PaperCell `json:"petals"`
 	Proposed sim.PaperCell `json:"proposed"`
+}
+
+// Ratio returns proposed / petals per-token time of the paper's
+// experiment and of its MATLAB simulator.
+func (p Paper) Ratio() (experiment, matlab float64) {
+	return p.Proposed.PerToken.Experiment / p.Petals.PerToken.Experiment, p.Proposed.PerToken.MATLAB / p.Petals.PerToken.MATLAB
+}
+
+// FirstShare returns the share of the paper's per-token gain (experiment
+// and MATLAB) that comes from the first token, for sessions of
+// outputTokens tokens (sim.Decompose on the paper's Tables C.7-C.10).
+func (p Paper) FirstShare(outputTokens int) (experiment, matlab float64) {
+	share := func(pro, pet sim.PaperValue, proF, petF sim.PaperValue, proR, petR sim.PaperValue) float64 {
+		d, _ := sim.Decompose(sim.Result{FirstToken: proF.Experiment, RemainingToken: proR.Experiment, Runs: 1},
+			sim.Result{FirstToken: petF.Experiment, RemainingToken: petR.Experiment, Runs: 1}, outputTokens)
+		return d.FirstShare
+	}
+	m := func(v sim.PaperValue) sim.PaperValue { return sim.PaperValue{Experiment: v.MATLAB} }
+	experiment = share(p.Proposed.PerToken, p.Petals.PerToken, p.Proposed.FirstToken, p.Petals.FirstToken, p.Proposed.RemainingToken, p.Petals.RemainingToken)
+	matlab = share(m(p.Proposed.PerToken), m(p.Petals.PerToken), m(p.Proposed.FirstToken), m(p.Petals.FirstToken), m(p.Proposed.RemainingToken), m(p.Petals.RemainingToken))
+	return experiment, matlab
 }
 
 // Describe is the one-line scenario header of tables and reports.
@@ -61,9 +150,21 @@ func (e *Experiment) describe(swept string) string {
 	if swept == "rate" {
 		requests = "requests per point shown in the JSON"
 	}
-	return fmt.Sprintf("%s; BLOOM-176B, lI = %d, %s, %s, %s, %d runs, seed %d, calibration %s",
+	head := fmt.Sprintf("%s; BLOOM-176B, lI = %d, %s, %s, %s, %d runs, seed %d, calibration %s",
 		where, o.InputTokens, val("output-tokens", fmt.Sprintf("l_max = %d", o.OutputTokens)),
 		val("rate", fmt.Sprintf("rate %g/s", o.Rate)), requests, o.Runs, o.Seed, o.Calibration)
+	model := "servers " + e.serverModel.String()
+	if e.serverModel == sim.ServerBatched {
+		model += fmt.Sprintf(" (+%g%% per extra session, assumed)", 100*o.BatchGrowth)
+	}
+	head += fmt.Sprintf("; %s, link cost %s, placement %s", model, e.linkCost, e.Config().Placement)
+	if o.PetalsSessionTokens > 0 {
+		head += fmt.Sprintf(", PETALS sessions reserve %d tokens", o.PetalsSessionTokens)
+	}
+	if o.Preset != "" {
+		head += ", preset " + o.Preset
+	}
+	return head
 }
 
 // title is a short scenario name for plots.
@@ -79,7 +180,7 @@ func (e *Experiment) title() string {
 // topology), if it reports any: only for its 100 requests of lI = 20.
 func (e *Experiment) Paper() (Paper, bool) {
 	o := e.o
-	if o.InputTokens != 20 || o.Requests != 100 {
+	if o.InputTokens != 20 || o.Requests != 100 || len(e.warnings) > 0 {
 		return Paper{}, false
 	}
 	if e.top == nil {
@@ -106,8 +207,11 @@ func (e *Experiment) calibrationJSON() (string, *sim.Calibration) {
 
 // Report returns the JSON document of results.
 func (e *Experiment) Report(results []sim.Result) Report {
-	r := Report{Scenario: e.Describe(), Results: results}
+	r := Report{Schema: SchemaVersion, Config: e.Config(), Scenario: e.Describe(), Warnings: e.Warnings(), Results: results}
 	r.Calibration, r.CalibrationConstants = e.calibrationJSON()
+	if d, ok := decomposition(results, e.o.OutputTokens); ok {
+		r.Decomposition = &d
+	}
 	if p, ok := e.Paper(); ok {
 		r.Paper = &p
 	}
@@ -124,11 +228,16 @@ func (e *Experiment) WriteJSON(w io.Writer, results []sim.Result) error {
 func (e *Experiment) WriteText(w io.Writer, results []sim.Result) error {
 	fmt.Fprintln(w, e.Describe())
 	fmt.Fprintln(w, e.Calibration())
+	for _, warn := range e.warnings {
+		fmt.Fprintln(w, "WARNING: "+warn)
+	}
 	if err := sim.WriteTable(w, results, e.o.OutputTokens); err != nil {
 		return err
 	}
 	if p, ok := e.Paper(); ok {
 		sim.WritePaper(w, p.Source, p.Petals, p.Proposed)
+		fe, fm := p.FirstShare(e.o.OutputTokens)
+		fmt.Fprintf(w, "  share of the paper's gain from the first token: %.0f%% (%.0f%%)\n", 100*fe, 100*fm)
 	}
 	return nil
 }
@@ -148,4 +257,21 @@ func writeJSON(w io.Writer, v any) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	return enc.Encode(v)
+}
+
+// decomposition is sim.Decompose of proposed over petals in results.
+func decomposition(results []sim.Result, outputTokens int) (sim.Decomposition, bool) {
+	var pro, pet *sim.Result
+	for i := range results {
+		switch results[i].Algorithm {
+		case "proposed":
+			pro = &results[i]
+		case "petals":
+			pet = &results[i]
+		}
+	}
+	if pro == nil || pet == nil {
+		return sim.Decomposition{}, false
+	}
+	return sim.Decompose(*pro, *pet, outputTokens)
 }

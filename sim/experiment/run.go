@@ -92,6 +92,14 @@ func (e *Experiment) fleet(rng *rand.Rand) (*sim.Fleet, error) {
 		return nil, err
 	}
 	f.Calibration = e.Calibration()
+	f.ServerModel, f.LinkCost = e.serverModel, e.linkCost
+	f.Petals.SessionTokens = e.o.PetalsSessionTokens
+	if e.serverModel == sim.ServerBatched {
+		for j := range f.Servers {
+			hw := &f.Servers[j].Hardware
+			hw.TauBatch = sim.AssumedBatchCurve(hw.Tau, e.o.BatchGrowth)
+		}
+	}
 	return f, nil
 }
 

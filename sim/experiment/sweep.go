@@ -30,6 +30,12 @@ type Point struct {
 
 // SweepReport is the JSON document of a sweep (`swarm sim sweep --json`).
 type SweepReport struct {
+	// Schema is SchemaVersion; Config the sweep's options (the varied
+	// one at its base value).
+	Schema string `json:"schema"`
+	Config Config `json:"config"`
+	// Warnings are Experiment.Warnings of the base.
+	Warnings []string `json:"warnings,omitempty"`
 	// Scenario is the sweep's one-line header.
 	Scenario string `json:"scenario"`
 	// Calibration and CalibrationConstants are as in Report.
@@ -156,7 +162,7 @@ func (s *Sweep) Describe() string { return "sweep of " + s.Vary + ": " + s.base.
 
 // Report returns the JSON document of points.
 func (s *Sweep) Report(points []Point) SweepReport {
-	r := SweepReport{Scenario: s.Describe(), Vary: s.Vary, Points: points}
+	r := SweepReport{Schema: SchemaVersion, Config: s.base.Config(), Warnings: s.base.Warnings(), Scenario: s.Describe(), Vary: s.Vary, Points: points}
 	r.Calibration, r.CalibrationConstants = s.base.calibrationJSON()
 	return r
 }
@@ -169,6 +175,9 @@ func (s *Sweep) WriteJSON(w io.Writer, points []Point) error { return writeJSON(
 // line per point and algorithm that failed in some run.
 func (s *Sweep) WriteText(w io.Writer, points []Point) error {
 	fmt.Fprintln(w, s.Describe())
+	for _, warn := range s.base.warnings {
+		fmt.Fprintln(w, "WARNING: "+warn)
+	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintf(tw, "%s\t", s.Vary)
 	for _, a := range s.base.algs {

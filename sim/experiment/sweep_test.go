@@ -99,7 +99,8 @@ func TestSweepRun(t *testing.T) {
 	lines := strings.Split(strings.TrimSpace(text.String()), "\n")
 	require.Len(t, lines, 4, text.String()) // header, column names, two values
 	require.Equal(t, "sweep of rate: clustered (Table 2), client in Cluster0; BLOOM-176B, lI = 20, l_max = 128, rate swept, "+
-		"requests per point shown in the JSON, 1 runs, seed 1, calibration none", lines[0])
+		"requests per point shown in the JSON, 1 runs, seed 1, calibration none; "+
+		"servers batched (+3% per extra session, assumed), link cost eq8, placement batch", lines[0])
 	require.Equal(t, "rate  proposed (s/token)  petals (s/token)", strings.TrimSpace(lines[1]))
 	require.True(t, strings.HasPrefix(strings.TrimSpace(lines[3]), "0.05"))
 
