@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/mattn/go-isatty"
@@ -14,7 +16,11 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/swarmllm/swarm/blocks"
+	"github.com/swarmllm/swarm/fleet"
+	"github.com/swarmllm/swarm/sim"
 	"github.com/swarmllm/swarm/sim/experiment"
+	"github.com/swarmllm/swarm/swarm"
 )
 
 // simOptions are the flags shared by `swarm sim` and `swarm sim sweep`.
@@ -68,6 +74,9 @@ Examples:
 			if o.Options, err = experiment.ApplyPreset(o.Options, cmd.Flags().Changed); err != nil {
 				return usageError(err)
 			}
+			if err := loadSimFiles(&o.Options); err != nil {
+				return err
+			}
 			if p, _ := experiment.LookupPreset(o.Preset); p != nil && p.Vary != "" {
 				return usageError(fmt.Errorf("%w: --preset %s is a sweep (Fig. %s): use swarm sim sweep --preset %s",
 					experiment.ErrBadOptions, p.Name, p.Name[3:], p.Name))
@@ -111,6 +120,9 @@ Example:
 			if o.Options, err = experiment.ApplyPreset(o.Options, cmd.Flags().Changed); err != nil {
 				return usageError(err)
 			}
+			if err := loadSimFiles(&o.Options); err != nil {
+				return err
+			}
 			if p, _ := experiment.LookupPreset(o.Preset); p != nil && p.Vary != "" && o.vary == "" {
 				o.vary = p.Vary
 			}
@@ -122,6 +134,55 @@ Example:
 	cmd.Flags().Float64SliceVar(&o.values, "values", nil, "comma-separated values of the varied parameter (default: see above)")
 	cmd.Flags().StringVar(&o.plot, "plot", "", "write the curves to this file (.svg, .png, .pdf or .eps)")
 	return cmd
+}
+
+// loadSimFiles loads --fleet and --model into o (FleetData, ModelData).
+// A file that breaks its format is a usage error.
+func loadSimFiles(o *experiment.Options) error {
+	if o.Fleet != "" {
+		ff, err := fleet.Load(o.Fleet)
+		if err != nil {
+			if errors.Is(err, fleet.ErrBadFleet) {
+				return fmt.Errorf("%w: --fleet: %w", errUsage, err)
+			}
+			return fmt.Errorf("--fleet: %w", err)
+		}
+		l := o.OutputTokens
+		if ff.MaxLength > 0 {
+			l = ff.MaxLength
+		}
+		f, err := sim.FleetFromInput(ff.Input, "", o.InputTokens+l)
+		if err != nil {
+			return fmt.Errorf("%w: --fleet %s: %w", errUsage, o.Fleet, err)
+		}
+		f.Model.Name = "fleet " + filepath.Base(o.Fleet)
+		o.FleetData = f
+	}
+	if o.Model != "" {
+		var info swarm.ModelInfo
+		if strings.EqualFold(filepath.Ext(o.Model), ".json") {
+			data, err := os.ReadFile(o.Model)
+			if err != nil {
+				return fmt.Errorf("--model: %w", err)
+			}
+			if err := json.Unmarshal(data, &info); err != nil {
+				return fmt.Errorf("%w: --model %s: want ModelInfo JSON (swarm model info --json): %w", errUsage, o.Model, err)
+			}
+		} else {
+			m, err := blocks.Open(o.Model)
+			if err != nil {
+				return fmt.Errorf("--model: %w", err)
+			}
+			info = m.Info()
+			m.Close()
+		}
+		spec, err := sim.ModelFromInfo(info)
+		if err != nil {
+			return fmt.Errorf("%w: --model %s: %w", errUsage, o.Model, err)
+		}
+		o.ModelData = &spec
+	}
+	return nil
 }
 
 // usageError marks bad options as a usage error (exit status 2).

@@ -327,6 +327,7 @@ type simReportV2 struct {
 		RemainingToken float64 `json:"remaining_token"`
 		MovedBytes     float64 `json:"moved_bytes"`
 		Retries        float64 `json:"retries"`
+		Runs           int     `json:"runs"`
 	} `json:"results"`
 	Paper *struct {
 		Source string `json:"source"`
@@ -403,4 +404,60 @@ func TestSimModelFlags(t *testing.T) {
 	big := simJSON(t, append(base, "--algorithms", "petals", "--petals-session-tokens", "4096")...)
 	require.Equal(t, 4096, big.Config.PetalsSessionTokens)
 	require.Greater(t, big.Results[0].FirstToken, small.Results[0].FirstToken, "fewer PETALS sessions fit: more waiting")
+}
+
+// TestSimFleetAndModelFiles: --fleet takes a swarm plan fleet file and
+// --model a ModelInfo JSON or a model file; the JSON echoes both, and no
+// paper numbers are shown for them.
+func TestSimFleetAndModelFiles(t *testing.T) {
+	got := simJSON(t, "--fleet", filepath.Join("testdata", "plan", "clustered.json"), "--runs", "2", "--requests", "10", "--algorithms", "proposed,petals")
+	require.Equal(t, "fleet", got.Config.Scenario)
+	require.Len(t, got.Results, 2)
+	for _, r := range got.Results {
+		require.Greater(t, r.PerToken, 0.0)
+	}
+	require.Nil(t, got.Paper)
+
+	info := filepath.Join(t.TempDir(), "model.json")
+	require.NoError(t, os.WriteFile(info, []byte(`{"name": "tiny", "n_blocks": 6, "block_bytes": 1000000000, "cache_bytes_per_token": 100000}`), 0o644))
+	got = simJSON(t, "--model", info, "--runs", "1", "--requests", "10", "--algorithms", "proposed")
+	require.Equal(t, 1, got.Results[0].Runs)
+	out, err := runSim(t, "sim", "--model", info, "--runs", "1", "--requests", "10", "--algorithms", "proposed")
+	require.NoError(t, err)
+	require.Contains(t, out, "; tiny, lI = 20")
+
+	_, err = runSim(t, "sim", "--fleet", filepath.Join("testdata", "plan", "missing.json"))
+	require.Error(t, err)
+	bad := filepath.Join(t.TempDir(), "bad.json")
+	require.NoError(t, os.WriteFile(bad, []byte(`{"n_blocks": 0}`), 0o644))
+	_, err = runSim(t, "sim", "--model", bad)
+	require.ErrorIs(t, err, errUsage)
+	require.ErrorContains(t, err, "n_blocks 0")
+}
+
+// TestSimSweepPreset: --preset fig9 sweeps l_max with the paper's Fig. 9
+// values (rate 0.5, 100 requests, C = 0.4 x 23 = 9 servers on AboveNet).
+func TestSimSweepPreset(t *testing.T) {
+	abvt := testenv.SharedFile(t, "topologies", "repetita", "2016TopologyZooUCL_unary", "Abvt.graph")
+	out, err := runSim(t, "sim", "sweep", "--preset", "fig9", "--topology", abvt, "--values", "32", "--runs", "1", "--algorithms", "proposed", "--json")
+	require.NoError(t, err)
+	var got struct {
+		Schema string `json:"schema"`
+		Vary   string `json:"vary"`
+		Config struct {
+			Rate     float64 `json:"rate"`
+			Requests int     `json:"requests"`
+			Servers  int     `json:"servers"`
+			Preset   string  `json:"preset"`
+		} `json:"config"`
+		Warnings []string `json:"warnings"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(out), &got), out)
+	require.Equal(t, "swarm-sim/2", got.Schema)
+	require.Equal(t, "output-tokens", got.Vary)
+	require.Equal(t, 0.5, got.Config.Rate)
+	require.Equal(t, 100, got.Config.Requests)
+	require.Equal(t, 9, got.Config.Servers)
+	require.Equal(t, "fig9", got.Config.Preset)
+	require.Empty(t, got.Warnings)
 }

@@ -98,6 +98,17 @@ type Options struct {
 	// (CG-BP, the paper), "incremental" (join order) or "live"
 	// (incremental + replanning).
 	Placement string
+	// Fleet is a `swarm plan` fleet file: the servers, their memory, tau
+	// and RTTs replace the scenario (Scenario becomes "fleet"). This
+	// package reads no fleet or model format: the caller loads the file
+	// into FleetData (sim.FleetFromInput).
+	Fleet     string
+	FleetData *sim.Fleet
+	// Model is a model file (ModelInfo JSON or any model swarm reads)
+	// that replaces BLOOM-176B; the caller loads it into ModelData
+	// (sim.ModelFromInfo).
+	Model     string
+	ModelData *sim.ModelSpec
 }
 
 // DefaultOptions returns the clustered scenario with the client remote,
@@ -192,7 +203,23 @@ func New(o Options) (*Experiment, error) {
 			return nil, err
 		}
 	}
-	switch o.Scenario {
+	if o.Fleet != "" {
+		if o.FleetData == nil {
+			return nil, badOption("--fleet %s: the file was not loaded (a caller must set FleetData)", o.Fleet)
+		}
+		if o.Topology != "" {
+			return nil, badOption("--fleet and --topology exclude each other")
+		}
+		e.o.Scenario = "fleet"
+	}
+	if o.Model != "" && o.ModelData == nil {
+		return nil, badOption("--model %s: the file was not loaded (a caller must set ModelData)", o.Model)
+	}
+	switch e.o.Scenario {
+	case "fleet":
+		if o.FleetData == nil {
+			return nil, badOption("--scenario fleet needs --fleet FILE")
+		}
 	case "clustered":
 		if o.Topology != "" {
 			return nil, badOption("--topology is for --scenario topology")
@@ -205,7 +232,7 @@ func New(o Options) (*Experiment, error) {
 			return nil, err
 		}
 	default:
-		return nil, badOption("--scenario %q, want clustered or topology", o.Scenario)
+		return nil, badOption("--scenario %q, want clustered or topology (or --fleet FILE)", o.Scenario)
 	}
 	e.warnings = e.checkPaperMatch()
 	return e, nil

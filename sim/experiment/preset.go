@@ -152,6 +152,12 @@ func (e *Experiment) fleetMatches() (bool, string) {
 // checkPaperMatch computes Warnings.
 func (e *Experiment) checkPaperMatch() []string {
 	var out []string
+	if e.o.FleetData != nil || e.o.ModelData != nil {
+		if e.preset != nil {
+			return []string{"--fleet or --model replaces the paper's deployment of --preset " + e.preset.Name + ": the paper's numbers are not shown"}
+		}
+		return nil
+	}
 	if p := e.preset; p != nil {
 		if e.o.Scenario != p.Scenario {
 			return []string{fmt.Sprintf("--preset %s is the %s scenario, this run is %s: the paper's numbers are not shown", p.Name, p.Scenario, e.o.Scenario)}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"path/filepath"
 	"strings"
 
 	"github.com/swarmllm/swarm/sim"
@@ -22,6 +23,8 @@ const SchemaVersion = "swarm-sim/2"
 type Config struct {
 	Preset              string   `json:"preset,omitempty"`
 	Scenario            string   `json:"scenario"`
+	Fleet               string   `json:"fleet,omitempty"`
+	ModelFile           string   `json:"model_file,omitempty"`
 	Topology            string   `json:"topology,omitempty"`
 	TopologyName        string   `json:"topology_name,omitempty"`
 	GraphMLDelays       string   `json:"graphml_delays,omitempty"`
@@ -44,11 +47,22 @@ type Config struct {
 	Placement           string   `json:"placement"`
 }
 
+// modelName is the simulated model's name.
+func (e *Experiment) modelName() string {
+	switch {
+	case e.o.ModelData != nil:
+		return e.o.ModelData.Name
+	case e.o.FleetData != nil:
+		return e.o.FleetData.Model.Name
+	}
+	return sim.BLOOM176B().Name
+}
+
 // Config returns the experiment's options as a Config.
 func (e *Experiment) Config() Config {
 	o := e.o
 	c := Config{
-		Preset: o.Preset, Scenario: o.Scenario, ClientCluster: o.ClientCluster, Model: sim.BLOOM176B().Name,
+		Preset: o.Preset, Scenario: o.Scenario, Fleet: o.Fleet, ModelFile: o.Model, ClientCluster: o.ClientCluster, Model: e.modelName(),
 		Rate: o.Rate, Requests: o.Requests, InputTokens: o.InputTokens, OutputTokens: o.OutputTokens,
 		Seed: o.Seed, Runs: o.Runs, Calibration: o.Calibration, ServerModel: e.serverModel.String(),
 		LinkCost: e.linkCost.String(), PetalsSessionTokens: o.PetalsSessionTokens, Placement: o.Placement,
@@ -137,7 +151,9 @@ func (e *Experiment) describe(swept string) string {
 		return text
 	}
 	var where string
-	if e.top == nil {
+	if e.o.FleetData != nil {
+		where = fmt.Sprintf("fleet file %s (%d servers)", o.Fleet, len(e.o.FleetData.Servers))
+	} else if e.top == nil {
 		c := topologies.PaperClusters()
 		where = fmt.Sprintf("clustered (Table 2), client in %s", c.Names[o.ClientCluster])
 	} else {
@@ -150,8 +166,8 @@ func (e *Experiment) describe(swept string) string {
 	if swept == "rate" {
 		requests = "requests per point shown in the JSON"
 	}
-	head := fmt.Sprintf("%s; BLOOM-176B, lI = %d, %s, %s, %s, %d runs, seed %d, calibration %s",
-		where, o.InputTokens, val("output-tokens", fmt.Sprintf("l_max = %d", o.OutputTokens)),
+	head := fmt.Sprintf("%s; %s, lI = %d, %s, %s, %s, %d runs, seed %d, calibration %s",
+		where, e.modelName(), o.InputTokens, val("output-tokens", fmt.Sprintf("l_max = %d", o.OutputTokens)),
 		val("rate", fmt.Sprintf("rate %g/s", o.Rate)), requests, o.Runs, o.Seed, o.Calibration)
 	model := "servers " + e.serverModel.String()
 	if e.serverModel == sim.ServerBatched {
@@ -169,6 +185,9 @@ func (e *Experiment) describe(swept string) string {
 
 // title is a short scenario name for plots.
 func (e *Experiment) title() string {
+	if e.o.FleetData != nil {
+		return "fleet " + filepath.Base(e.o.Fleet)
+	}
 	if e.top == nil {
 		return fmt.Sprintf("clustered, client in Cluster%d", e.o.ClientCluster)
 	}
@@ -180,7 +199,7 @@ func (e *Experiment) title() string {
 // topology), if it reports any: only for its 100 requests of lI = 20.
 func (e *Experiment) Paper() (Paper, bool) {
 	o := e.o
-	if o.InputTokens != 20 || o.Requests != 100 || len(e.warnings) > 0 {
+	if o.InputTokens != 20 || o.Requests != 100 || len(e.warnings) > 0 || o.FleetData != nil || o.ModelData != nil {
 		return Paper{}, false
 	}
 	if e.top == nil {
