@@ -18,6 +18,9 @@ type TableSide struct {
 	Petals     float64 `json:"petals_per_token"`
 	ProposedCI float64 `json:"proposed_per_token_ci95"`
 	PetalsCI   float64 `json:"petals_per_token_ci95"`
+	// ProposedFirst and PetalsFirst are the first-token times (s).
+	ProposedFirst float64 `json:"proposed_first_token"`
+	PetalsFirst   float64 `json:"petals_first_token"`
 	// Ratio is Proposed / Petals.
 	Ratio float64 `json:"ratio"`
 	// FirstShare is the share of the gain from the first token
@@ -118,7 +121,8 @@ func RunTables(ctx context.Context, base Options, topologyDir string, tick func(
 					return nil, cfg, fmt.Errorf("table %s %s rate %g l_max %d: %w", row.table, row.row, col.rate, col.output, err)
 				}
 				side := TableSide{Proposed: res[0].PerToken, Petals: res[1].PerToken,
-					ProposedCI: res[0].PerTokenCI, PetalsCI: res[1].PerTokenCI, Ratio: res[0].PerToken / res[1].PerToken}
+					ProposedCI: res[0].PerTokenCI, PetalsCI: res[1].PerTokenCI, Ratio: res[0].PerToken / res[1].PerToken,
+					ProposedFirst: res[0].FirstToken, PetalsFirst: res[1].FirstToken}
 				if d, ok := sim.Decompose(res[0], res[1], col.output); ok {
 					side.FirstShare = d.FirstShare
 				}
@@ -147,13 +151,13 @@ func RunTables(ctx context.Context, base Options, topologyDir string, tick func(
 // from the first token, next to the paper's experiment and MATLAB. With
 // markdown, a Markdown table (the README's).
 func WriteTables(w io.Writer, cells []TableCell, markdown bool) error {
-	head := []string{"table", "row", "rate", "l_max", "ratio mech.", "± 95%", "first-token share mech.",
+	head := []string{"table", "row", "rate", "l_max", "ratio mech. ± 95%", "first-token share mech.",
 		"ratio calib.", "first-token share calib.", "paper ratio exp. (MATLAB)", "paper first-token share exp. (MATLAB)"}
 	row := func(c TableCell) []string {
 		// The ratio's CI from the two means' CIs (first order).
 		ci := c.Mechanism.Ratio * (c.Mechanism.ProposedCI/c.Mechanism.Proposed + c.Mechanism.PetalsCI/c.Mechanism.Petals)
 		return []string{c.Table, c.Row, fmt.Sprintf("%g", c.Rate), fmt.Sprintf("%d", c.OutputTokens),
-			fmt.Sprintf("%.3f", c.Mechanism.Ratio), fmt.Sprintf("%.3f", ci), fmt.Sprintf("%.0f%%", 100*c.Mechanism.FirstShare),
+			fmt.Sprintf("%.3f ± %.3f", c.Mechanism.Ratio, ci), fmt.Sprintf("%.0f%%", 100*c.Mechanism.FirstShare),
 			fmt.Sprintf("%.3f", c.Calibrated.Ratio), fmt.Sprintf("%.0f%%", 100*c.Calibrated.FirstShare),
 			fmt.Sprintf("%.3f (%.3f)", c.PaperRatio, c.MATLABRatio),
 			fmt.Sprintf("%.0f%% (%.0f%%)", 100*c.PaperFirstShare, 100*c.MATLABFirstShare)}
