@@ -49,8 +49,23 @@ the breakdown of Tables C.7/C.8 (first token, remaining tokens), averaged over
 Model and hardware are the paper's: BLOOM-176B in 4 bits (70 blocks), A100
 servers (tau 3.2197 ms, 86.13 GB) and MIG 1g.10gb slices (tau 16.2488 ms,
 9.1 GB, at most 4 blocks), 100 ms per-token and 0.7049 lI + 67 ms per-input
-overhead on top of the network RTT. Times are seconds; "runtime" is the wall
-time of the placement and routing calls per run.
+overhead on top of the network RTT; --fleet FILE (a swarm plan fleet file)
+and --model FILE replace them. Times are seconds; "runtime" is the wall
+time of the placement and routing calls per run; "± 95%" the half-width of
+the per-token mean's confidence interval over the runs. Under the table, the
+gain of proposed over petals is split into first-token and remaining-token
+shares.
+
+--preset fills the paper's deployment of Table 4, Table 5 or Figs. 6-9;
+the paper's numbers are printed next to ours only while the fleet is the
+paper's, and a WARNING says why not otherwise. 'swarm sim tables' runs every
+cell of Tables 4 and 5.
+
+Servers step concurrent sessions as --server-model says: batched (default,
+like our server; the batch curve is assumed, --batch-growth), serial (PETALS)
+or independent (the paper). --placement batch|incremental|live runs the
+proposed algorithm's placement as CG-BP, as the live swarm's join order, or
+join order plus the live planner's replanning.
 
 By default the model is mechanism-only. --calibration matlab adds the
 constants the authors' MATLAB simulator (commit 3f78053) puts on every
@@ -67,6 +82,8 @@ Examples:
   swarm sim --scenario clustered --client-cluster 1 --rate 0.5 --output-tokens 64
   swarm sim --scenario clustered --client-cluster 1 --calibration matlab
   swarm sim --scenario topology --topology ../shared/topologies/repetita/2016TopologyZooUCL_unary/GtsCe.graph --servers 60 --runs 1
+  swarm sim --preset table5-26 --topology ../shared/topologies/repetita/2016TopologyZooUCL_unary/GtsCe.graph --rate 0.1
+  swarm sim tables --markdown
   swarm sim sweep --scenario topology --topology Abvt.graph --vary rate --plot rate.svg`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
