@@ -26,6 +26,9 @@ type Sweep struct {
 type Point struct {
 	Value   float64      `json:"value"`
 	Results []sim.Result `json:"results"`
+	// Decomposition is the gain of proposed over petals at this point
+	// (sim.Decompose), when both ran.
+	Decomposition *sim.Decomposition `json:"decomposition,omitempty"`
 }
 
 // SweepReport is the JSON document of a sweep (`swarm sim sweep --json`).
@@ -153,6 +156,9 @@ func (s *Sweep) Run(ctx context.Context, tick func()) ([]Point, error) {
 			return nil, fmt.Errorf("sweep %s = %g: %w", s.Vary, s.Values[i], err)
 		}
 		points[i] = Point{Value: s.Values[i], Results: res}
+		if d, ok := decomposition(res, e.o.OutputTokens); ok {
+			points[i].Decomposition = &d
+		}
 	}
 	return points, nil
 }
@@ -183,6 +189,10 @@ func (s *Sweep) WriteText(w io.Writer, points []Point) error {
 	for _, a := range s.base.algs {
 		fmt.Fprintf(tw, "%s (s/token)\t", a.Name)
 	}
+	gain := len(points) > 0 && points[0].Decomposition != nil
+	if gain {
+		fmt.Fprint(tw, "gain from first token\t")
+	}
 	fmt.Fprintln(tw)
 	for _, p := range points {
 		fmt.Fprintf(tw, "%g\t", p.Value)
@@ -192,6 +202,13 @@ func (s *Sweep) WriteText(w io.Writer, points []Point) error {
 				continue
 			}
 			fmt.Fprintf(tw, "%.3f\t", r.PerToken)
+		}
+		if gain {
+			if p.Decomposition != nil {
+				fmt.Fprintf(tw, "%.0f%%\t", 100*p.Decomposition.FirstShare)
+			} else {
+				fmt.Fprint(tw, "-\t")
+			}
 		}
 		fmt.Fprintln(tw)
 	}
