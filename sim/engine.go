@@ -24,7 +24,8 @@ var ErrInvariant = errors.New("sim: invariant violated")
 type eventKind uint8
 
 const (
-	evEnd eventKind = iota
+	evEnd    eventKind = iota
+	evSwitch           // the replanned placement takes over (--move-bandwidth)
 	evStart
 	evAttempt
 	evArrival
@@ -84,6 +85,7 @@ type session struct {
 	last    float64 // when left was last updated (>= the first token)
 	cur     float64 // current time per decode token
 	chain   []hop
+	slots   []int // the cache slots of the plan the chain was routed on
 	retries int
 	started bool
 	done    bool
@@ -104,6 +106,13 @@ type engine struct {
 	ping   [][]float64      // RTTs among active servers (PETALS routing)
 	holds  [][]hold         // per fleet server: caches held or reserved
 	used   []int            // per fleet server: caches of started sessions
+
+	// next, when not nil, is the plan new sessions use from switchAt on
+	// (a live replanning that takes time to load its weights); switched
+	// is set once it has.
+	next     *placement.Plan
+	switchAt float64
+	switched bool
 
 	sessions []session
 	queue    eventQueue
@@ -130,6 +139,17 @@ func newEngine(f *Fleet, w Workload, alg Algorithm, plan placement.Plan, clock f
 		holds: make([][]hold, len(f.Servers)),
 		used:  make([]int, len(f.Servers)),
 	}
+	e.setPlan(plan)
+	return e, nil
+}
+
+// setPlan makes plan the placement new sessions are routed on: the
+// routing snapshot of its active servers (and their pings for PETALS
+// routing). Sessions already routed keep their chains.
+func (e *engine) setPlan(plan placement.Plan) {
+	f, w, alg := e.fleet, e.work, e.alg
+	e.plan = plan
+	e.active, e.snap, e.ping = nil, nil, nil
 	lI := w.InputTokens
 	for j, s := range f.Servers {
 		if plan.Spans[j].Empty() {
@@ -160,7 +180,6 @@ func newEngine(f *Fleet, w Workload, alg Algorithm, plan placement.Plan, clock f
 			}
 		}
 	}
-	return e, nil
 }
 
 func (e *engine) push(t float64, kind eventKind, s int) {
@@ -174,6 +193,9 @@ func (e *engine) run(arrivals []float64) error {
 	for i, t := range arrivals {
 		e.sessions[i].arrival = t
 		e.push(t, evArrival, i)
+	}
+	if e.next != nil {
+		e.push(e.switchAt, evSwitch, -1)
 	}
 	for e.queue.Len() > 0 {
 		ev := heap.Pop(&e.queue).(event)
@@ -192,6 +214,9 @@ func (e *engine) run(arrivals []float64) error {
 			err = e.attempt(ev.session)
 		case evStart:
 			err = e.start(ev.session)
+		case evSwitch:
+			e.setPlan(*e.next)
+			e.switched = true
 		case evEnd:
 			if s := &e.sessions[ev.session]; s.done || ev.t != s.end {
 				continue // superseded: the session's end moved (shared server model)
@@ -278,6 +303,7 @@ func (e *engine) times(c []hop) (prefill, decode float64) {
 func (e *engine) admit(i int, c []hop, start float64) {
 	s := &e.sessions[i]
 	s.chain = c
+	s.slots = e.plan.CacheSlots
 	s.start = start
 	s.setup = e.setup
 	s.prefill, s.decode = e.times(c)
@@ -354,20 +380,22 @@ func (e *engine) roomAt(j, need int) (float64, bool) {
 // over-committed (eq. 2 with the plan's cache slots).
 func (e *engine) start(i int) error {
 	s := &e.sessions[i]
-	if e.shared() {
-		if t, ok := e.blockedUntil(s.chain); ok {
-			// Shared server models move ends later than booked: the
-			// caches this session reserved are still held. Try again at
-			// the next end of a running session on a full server.
+	if e.shared() || e.switched {
+		if t, ok := e.blockedUntil(s.chain, s.slots); ok {
+			// Shared server models move ends later than booked, and a
+			// switch to a replanned placement may leave a server fewer
+			// cache slots than its sessions from before hold: the caches
+			// this session reserved are not free yet. Try again at the
+			// next end of a running session on a full server.
 			e.push(t, evStart, i)
 			return nil
 		}
 	}
 	for _, h := range s.chain {
 		e.used[h.server] += h.blocks
-		if e.used[h.server] > e.plan.CacheSlots[h.server] {
+		if e.used[h.server] > s.slots[h.server] {
 			return fmt.Errorf("%w: %s holds %d caches at a session start, capacity %d",
-				ErrInvariant, e.fleet.Servers[h.server].Name, e.used[h.server], e.plan.CacheSlots[h.server])
+				ErrInvariant, e.fleet.Servers[h.server].Name, e.used[h.server], s.slots[h.server])
 		}
 	}
 	s.started = true
@@ -431,12 +459,14 @@ func (e *engine) finish(i int) {
 func (e *engine) shared() bool { return e.fleet.ServerModel != ServerIndependent }
 
 // blockedUntil returns, when some server of chain c lacks the cache room
-// for it among the started sessions, the earliest end of a started session
-// on such a server; false when every server has room.
-func (e *engine) blockedUntil(c []hop) (float64, bool) {
+// for it among the started sessions (slots: the plan the chain was routed
+// on), the earliest end of a started session on such a server; false when
+// every server has room. A chain routed on a plan always fits once the
+// started sessions end, so the time is finite.
+func (e *engine) blockedUntil(c []hop, slots []int) (float64, bool) {
 	t, blocked := math.Inf(1), false
 	for _, h := range c {
-		if e.used[h.server]+h.blocks <= e.plan.CacheSlots[h.server] {
+		if e.used[h.server]+h.blocks <= slots[h.server] {
 			continue
 		}
 		blocked = true

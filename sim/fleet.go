@@ -46,6 +46,13 @@ type Fleet struct {
 	// LinkCost is the WS-RR / opt-rr hop cost; the zero value is the
 	// paper's all-tokens (8). PETALS routing has its own cost.
 	LinkCost LinkCost `json:"link_cost"`
+	// MoveBandwidth is how fast a server loads the weights of a replanning
+	// move, bytes per second (the live placement process, "cgbp-replan"):
+	// the migration takes the sum over its steps of the step's slowest
+	// move, LoadBytes / MoveBandwidth, and sessions arriving before it ends
+	// are routed on the incremental placement. 0: the replanned placement
+	// serves from t = 0.
+	MoveBandwidth float64 `json:"move_bandwidth,omitempty"`
 }
 
 // Validate checks the fleet; errors wrap ErrBadConfig and name the field.
@@ -73,6 +80,8 @@ func (f *Fleet) Validate() error {
 		return bad("petals cache tokens %d and reserve %d bytes, want >= 1 and >= 0", f.Petals.CacheTokens, f.Petals.ReservedBytes)
 	case !ok(f.Petals.HopOverhead) || !ok(f.Petals.AllocPenalty):
 		return bad("petals hop overhead %g s and alloc penalty %g s, want finite seconds >= 0", f.Petals.HopOverhead, f.Petals.AllocPenalty)
+	case !ok(f.MoveBandwidth):
+		return bad("move bandwidth %g bytes/s, want finite >= 0 (0: instantaneous)", f.MoveBandwidth)
 	case f.Petals.SessionTokens < 0:
 		return bad("petals session tokens %d, want >= 0 (0: lI + l_max)", f.Petals.SessionTokens)
 	case f.ServerModel > ServerBatched:

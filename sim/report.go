@@ -47,6 +47,10 @@ func WriteTable(w io.Writer, results []Result, outputTokens int) error {
 		if r.Runs > 0 && r.MovedBytes > 0 {
 			fmt.Fprintf(w, "%s: replanning loads %.2f GB of weights in %.1f steps per run (mean)\n", r.Algorithm, r.MovedBytes/1e9, r.MoveSteps)
 		}
+		if r.Runs > 0 && r.MoveTime > 0 {
+			fmt.Fprintf(w, "%s: the moves take %.1f s (mean); per-token %.3f s for sessions arriving before, %.3f s after\n",
+				r.Algorithm, r.MoveTime, r.PerTokenBeforeMove, r.PerTokenAfterMove)
+		}
 	}
 	if p, q, ok := pair(results, "proposed", "live-replan"); ok {
 		fmt.Fprintf(w, "live-replan / proposed: per-token %.3f\n", q.PerToken/p.PerToken)

@@ -50,6 +50,15 @@ type Result struct {
 	// algorithms), and MoveSteps its number of migration steps.
 	MovedBytes float64 `json:"moved_bytes,omitempty"`
 	MoveSteps  float64 `json:"move_steps,omitempty"`
+	// MoveTime is how long the replanning's weight loads take with
+	// Fleet.MoveBandwidth (seconds, 0 without), and PerTokenBeforeMove and
+	// PerTokenAfterMove the per-token means of the sessions arriving
+	// before it ends (routed on the incremental placement) and after (on
+	// the replanned one); 0 when no session arrived in that phase (and,
+	// over runs, the mean of the runs that had such sessions).
+	MoveTime           float64 `json:"move_time,omitempty"`
+	PerTokenBeforeMove float64 `json:"per_token_before_move,omitempty"`
+	PerTokenAfterMove  float64 `json:"per_token_after_move,omitempty"`
 	// PerTokenCI, FirstTokenCI and RemainingTokenCI are the half-widths of
 	// the 95% confidence intervals of PerToken, FirstToken and
 	// RemainingToken over the runs averaged (Student t with Runs - 1
@@ -160,14 +169,36 @@ func runOne(f *Fleet, w Workload, a Algorithm, order []int, r int, arrivals []fl
 	if moves != nil && moves.Apply {
 		res.MovedBytes, res.MoveSteps = float64(moves.LoadBytes), float64(len(moves.Steps))
 	}
-	e, err := newEngine(f, w, a, plan, clock)
+	first, moveTime := plan, 0.0
+	if moves != nil && moves.Apply && f.MoveBandwidth > 0 {
+		// The live swarm serves on the incremental placement while the
+		// replanning loads its weights.
+		if first, err = placement.Live(in); err != nil {
+			return fmt.Errorf("%s placement: %w", a.Placement, err)
+		}
+		for _, st := range moves.Steps {
+			slowest := int64(0)
+			for _, m := range st.Moves {
+				slowest = max(slowest, m.LoadBytes)
+			}
+			moveTime += float64(slowest) / f.MoveBandwidth
+		}
+	}
+	e, err := newEngine(f, w, a, first, clock)
 	if err != nil {
 		return err
+	}
+	if moveTime > 0 {
+		e.next, e.switchAt = &plan, moveTime
 	}
 	if err := e.run(arrivals); err != nil {
 		return err
 	}
 	e.summarize(res)
+	if moveTime > 0 {
+		res.MoveTime = moveTime
+		res.PerTokenBeforeMove, res.PerTokenAfterMove = e.perTokenSplit(moveTime)
+	}
 	res.Runtime = (placeTime + e.routeTime).Seconds()
 	res.Blocks = blocksByKind(f, plan)
 	res.Runs = 1
@@ -194,6 +225,30 @@ func (e *engine) summarize(res *Result) {
 		}
 	}
 	res.MaxConcurrency = float64(e.maxConc)
+}
+
+// perTokenSplit returns the per-token means of the sessions arriving
+// before t and at or after t (0 for an empty group).
+func (e *engine) perTokenSplit(t float64) (before, after float64) {
+	var nb, na float64
+	l := float64(e.work.OutputTokens)
+	for _, s := range e.sessions {
+		v := (s.end - s.arrival) / l
+		if s.arrival < t {
+			before += v
+			nb++
+		} else {
+			after += v
+			na++
+		}
+	}
+	if nb > 0 {
+		before /= nb
+	}
+	if na > 0 {
+		after /= na
+	}
+	return before, after
 }
 
 // blocksByKind returns the mean blocks per server for each hardware kind.
@@ -262,6 +317,8 @@ func Summarize(runs [][]Result) []Result {
 		return nil
 	}
 	out := make([]Result, len(runs[0]))
+	nBefore := make([]float64, len(out)) // runs with sessions before / after a move
+	nAfter := make([]float64, len(out))
 	for i := range out {
 		out[i].Algorithm = runs[0][i].Algorithm
 		out[i].Blocks = map[string]float64{}
@@ -290,6 +347,15 @@ func Summarize(runs [][]Result) []Result {
 			m.LowerBound += r.LowerBound
 			m.MovedBytes += r.MovedBytes
 			m.MoveSteps += r.MoveSteps
+			m.MoveTime += r.MoveTime
+			if r.PerTokenBeforeMove > 0 {
+				m.PerTokenBeforeMove += r.PerTokenBeforeMove
+				nBefore[i]++
+			}
+			if r.PerTokenAfterMove > 0 {
+				m.PerTokenAfterMove += r.PerTokenAfterMove
+				nAfter[i]++
+			}
 			for k, v := range r.Blocks {
 				m.Blocks[k] += v
 			}
@@ -317,6 +383,13 @@ func Summarize(runs [][]Result) []Result {
 		m.LowerBound /= n
 		m.MovedBytes /= n
 		m.MoveSteps /= n
+		m.MoveTime /= n
+		if nBefore[i] > 0 {
+			m.PerTokenBeforeMove /= nBefore[i]
+		}
+		if nAfter[i] > 0 {
+			m.PerTokenAfterMove /= nAfter[i]
+		}
 		for k := range m.Blocks {
 			m.Blocks[k] /= n
 		}

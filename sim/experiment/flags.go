@@ -39,6 +39,8 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.Float64Var(&o.BatchGrowth, "batch-growth", d.BatchGrowth, "batched server model: assumed growth of a batched step per extra session (tau(b) = tau (1 + growth (b-1))); an assumption, not an A100 measurement")
 	fs.StringVar(&o.LinkCost, "link-cost", d.LinkCost, "WS-RR and opt-rr hop cost: eq8 (paper 003's all-tokens average, with prefill; its simulator) or eq4 (decode only, t_cj + k tau_j, as the live client and ingress route); PETALS routing always uses its own")
 	fs.IntVar(&o.PetalsSessionTokens, "petals-session-tokens", d.PetalsSessionTokens, "attention-cache tokens a PETALS client session reserves on each block (its max_length) for petals, opt-order and opt-rr; 0: lI + l_max as the paper's model")
+	fs.Float64Var(&o.MoveBandwidth, "move-bandwidth", d.MoveBandwidth, "--placement live: bytes per second a server loads replanned weights at (e.g. 1e9); "+
+		"sessions arriving before the moves end are routed on the incremental placement; 0: the replanned placement serves from t = 0")
 	fs.StringVar(&o.Fleet, "fleet", d.Fleet, "a swarm plan fleet file (see swarm plan --help) replacing the scenario: its servers' memory, tau, block caps and client RTTs "+
 		"(first client; RTTs include all overheads; prefill costs tau per block; server-to-server RTT for PETALS routing = mean of the two client RTTs)")
 	fs.StringVar(&o.Model, "model", d.Model, "a model replacing BLOOM-176B: ModelInfo JSON (swarm model info --json) or any local model file swarm reads (.gguf, llama2.c .bin, Hugging Face directory)")

@@ -98,6 +98,10 @@ type Options struct {
 	// (CG-BP, the paper), "incremental" (join order) or "live"
 	// (incremental + replanning).
 	Placement string
+	// MoveBandwidth is how fast a server loads replanned weights, bytes
+	// per second (sim.Fleet.MoveBandwidth; 0: instantaneous); it matters
+	// for the live placement process only.
+	MoveBandwidth float64
 	// Fleet is a `swarm plan` fleet file: the servers, their memory, tau
 	// and RTTs replace the scenario (Scenario becomes "fleet"). This
 	// package reads no fleet or model format: the caller loads the file
@@ -195,6 +199,8 @@ func New(o Options) (*Experiment, error) {
 	switch {
 	case math.IsNaN(o.BatchGrowth) || math.IsInf(o.BatchGrowth, 0) || o.BatchGrowth < 0:
 		return nil, badOption("--batch-growth %g, want a finite fraction >= 0", o.BatchGrowth)
+	case math.IsNaN(o.MoveBandwidth) || math.IsInf(o.MoveBandwidth, 0) || o.MoveBandwidth < 0:
+		return nil, badOption("--move-bandwidth %g, want finite bytes/s >= 0 (0: instantaneous)", o.MoveBandwidth)
 	case o.PetalsSessionTokens < 0:
 		return nil, badOption("--petals-session-tokens %d, want >= 0 (0: lI + l_max)", o.PetalsSessionTokens)
 	}

@@ -45,6 +45,7 @@ type Config struct {
 	LinkCost            string   `json:"link_cost"`
 	PetalsSessionTokens int      `json:"petals_session_tokens"`
 	Placement           string   `json:"placement"`
+	MoveBandwidth       float64  `json:"move_bandwidth,omitempty"`
 }
 
 // modelName is the simulated model's name.
@@ -66,6 +67,7 @@ func (e *Experiment) Config() Config {
 		Rate: o.Rate, Requests: o.Requests, InputTokens: o.InputTokens, OutputTokens: o.OutputTokens,
 		Seed: o.Seed, Runs: o.Runs, Calibration: o.Calibration, ServerModel: e.serverModel.String(),
 		LinkCost: e.linkCost.String(), PetalsSessionTokens: o.PetalsSessionTokens, Placement: o.Placement,
+		MoveBandwidth: o.MoveBandwidth,
 	}
 	if c.Placement == "" {
 		c.Placement = sim.ProcessBatch
@@ -174,6 +176,9 @@ func (e *Experiment) describe(swept string) string {
 		model += fmt.Sprintf(" (+%g%% per extra session, assumed)", 100*o.BatchGrowth)
 	}
 	head += fmt.Sprintf("; %s, link cost %s, placement %s", model, e.linkCost, e.Config().Placement)
+	if o.MoveBandwidth > 0 {
+		head += fmt.Sprintf(" (moves at %g GB/s)", o.MoveBandwidth/1e9)
+	}
 	if o.PetalsSessionTokens > 0 {
 		head += fmt.Sprintf(", PETALS sessions reserve %d tokens", o.PetalsSessionTokens)
 	}

@@ -100,6 +100,7 @@ func (e *Experiment) fleet(rng *rand.Rand) (*sim.Fleet, error) {
 	f.Calibration = e.Calibration()
 	f.ServerModel, f.LinkCost = e.serverModel, e.linkCost
 	f.Petals.SessionTokens = e.o.PetalsSessionTokens
+	f.MoveBandwidth = e.o.MoveBandwidth
 	if e.serverModel == sim.ServerBatched {
 		for j := range f.Servers {
 			hw := &f.Servers[j].Hardware
