@@ -30,7 +30,7 @@ const (
 	ServerBatched
 )
 
-// ServerModelNames lists the --server-model values.
+// serverModelNames are the --server-model values, by ServerModel.
 var serverModelNames = []string{"independent", "serial", "batched"}
 
 // String is the --server-model name.

@@ -139,6 +139,7 @@ func TestSimRejectsBadFlags(t *testing.T) {
 		{"link cost", []string{"--link-cost", "eq5"}, `link cost "eq5"`},
 		{"petals session tokens", []string{"--petals-session-tokens", "-5"}, "--petals-session-tokens -5"},
 		{"placement", []string{"--placement", "greedy"}, `placement process "greedy"`},
+		{"move bandwidth", []string{"--move-bandwidth", "-1"}, "--move-bandwidth -1"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			_, err := runSim(t, append([]string{"sim"}, tt.args...)...)
@@ -326,6 +327,7 @@ type simReportV2 struct {
 		FirstToken     float64 `json:"first_token"`
 		RemainingToken float64 `json:"remaining_token"`
 		MovedBytes     float64 `json:"moved_bytes"`
+		MoveTime       float64 `json:"move_time"`
 		Retries        float64 `json:"retries"`
 		Runs           int     `json:"runs"`
 	} `json:"results"`
@@ -396,6 +398,9 @@ func TestSimModelFlags(t *testing.T) {
 	require.Greater(t, live.Results[0].MovedBytes, 0.0)
 	inc := simJSON(t, append(base, "--algorithms", "proposed", "--placement", "incremental")...)
 	require.Zero(t, inc.Results[0].MovedBytes)
+	slow := simJSON(t, append(base, "--algorithms", "proposed", "--placement", "live", "--move-bandwidth", "1")...)
+	require.Greater(t, slow.Results[0].MoveTime, 1e9, "77 GB at 1 byte/s")
+	require.InDelta(t, inc.Results[0].PerToken, slow.Results[0].PerToken, 1e-9, "never switched: the incremental placement")
 
 	eq4 := simJSON(t, append(base, "--algorithms", "proposed", "--link-cost", "eq4")...)
 	require.Equal(t, "eq4", eq4.Config.LinkCost)
@@ -460,4 +465,17 @@ func TestSimSweepPreset(t *testing.T) {
 	require.Equal(t, 9, got.Config.Servers)
 	require.Equal(t, "fig9", got.Config.Preset)
 	require.Empty(t, got.Warnings)
+}
+
+// TestSimSweepNoProgressOffTerminal: a sweep whose stderr is not a
+// terminal writes no progress bar there.
+func TestSimSweepNoProgressOffTerminal(t *testing.T) {
+	root := newRootCmd()
+	var out, errOut bytes.Buffer
+	root.SetOut(&out)
+	root.SetErr(&errOut)
+	root.SetArgs([]string{"sim", "sweep", "--vary", "rate", "--values", "0.1", "--runs", "2", "--requests", "5", "--algorithms", "proposed"})
+	require.NoError(t, root.ExecuteContext(context.Background()))
+	require.Contains(t, out.String(), "sweep of rate")
+	require.Empty(t, errOut.String())
 }

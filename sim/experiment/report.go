@@ -128,15 +128,13 @@ func (p Paper) Ratio() (experiment, matlab float64) {
 // and MATLAB) that comes from the first token, for sessions of
 // outputTokens tokens (sim.Decompose on the paper's Tables C.7-C.10).
 func (p Paper) FirstShare(outputTokens int) (experiment, matlab float64) {
-	share := func(pro, pet sim.PaperValue, proF, petF sim.PaperValue, proR, petR sim.PaperValue) float64 {
-		d, _ := sim.Decompose(sim.Result{FirstToken: proF.Experiment, RemainingToken: proR.Experiment, Runs: 1},
-			sim.Result{FirstToken: petF.Experiment, RemainingToken: petR.Experiment, Runs: 1}, outputTokens)
+	share := func(v func(sim.PaperValue) float64) float64 {
+		d, _ := sim.Decompose(
+			sim.Result{FirstToken: v(p.Proposed.FirstToken), RemainingToken: v(p.Proposed.RemainingToken), Runs: 1},
+			sim.Result{FirstToken: v(p.Petals.FirstToken), RemainingToken: v(p.Petals.RemainingToken), Runs: 1}, outputTokens)
 		return d.FirstShare
 	}
-	m := func(v sim.PaperValue) sim.PaperValue { return sim.PaperValue{Experiment: v.MATLAB} }
-	experiment = share(p.Proposed.PerToken, p.Petals.PerToken, p.Proposed.FirstToken, p.Petals.FirstToken, p.Proposed.RemainingToken, p.Petals.RemainingToken)
-	matlab = share(m(p.Proposed.PerToken), m(p.Petals.PerToken), m(p.Proposed.FirstToken), m(p.Petals.FirstToken), m(p.Proposed.RemainingToken), m(p.Petals.RemainingToken))
-	return experiment, matlab
+	return share(func(x sim.PaperValue) float64 { return x.Experiment }), share(func(x sim.PaperValue) float64 { return x.MATLAB })
 }
 
 // Describe is the one-line scenario header of tables and reports.

@@ -40,6 +40,11 @@ func TestRunTables(t *testing.T) {
 	require.InDelta(t, 0.95/4.69, g.PaperRatio, 1e-12)
 	require.InDelta(t, 0.91/3.47, g.MATLABRatio, 1e-12)
 	require.InDelta(t, 1.92/6.23, byKey["Cluster0/0.1/64"].PaperRatio, 1e-12)
+	// Tables C.9/C.10, GTS-CE 0.1/128: first token 478.71 vs 58.59 s,
+	// remaining 0.96 vs 0.50 s: first-token part (478.71 - 58.59)/128,
+	// remaining part 127 (0.96 - 0.50)/128.
+	first, rest := (478.71-58.59)/128, 127*(0.96-0.50)/128
+	require.InDelta(t, first/(first+rest), g.PaperFirstShare, 1e-9)
 
 	var md bytes.Buffer
 	require.NoError(t, experiment.WriteTables(&md, cells, true))
