@@ -69,6 +69,10 @@ var algorithms = []Algorithm{
 		Doc: "ablation: PETALS placement + the myopic optimum of (21) for routing"},
 	{Name: "live", Placement: "cgbp-live", Routing: "wsrr", Admission: AdmitWait, Extra: true,
 		Doc: "live swarm: servers join in random order, each placed by incremental CG-BP (--blocks auto), never moved; WS-RR routing"},
+	{Name: "refined", Placement: "refined", Routing: "wsrr", Admission: AdmitWait, Extra: true,
+		Doc: "CG-BP improved by local search over spans and R (placement.Refined), WS-RR routing"},
+	{Name: "refined-fp", Placement: "refined", Routing: "wsrr", Admission: AdmitWait, Extra: true,
+		Doc: "refined with a fixed-point R: the session time behind R recomputed at the chosen R until R is stable (placement.FixedPointR)"},
 	{Name: "live-replan", Placement: "cgbp-replan", Routing: "wsrr", Admission: AdmitWait, Extra: true,
 		Doc: "live, then one make-before-break replanning towards CG-BP (placement.Replan, min gain 2%); reports the weight bytes moved"},
 }
@@ -112,7 +116,7 @@ func LookupAlgorithm(name string) (Algorithm, error) {
 // usesR reports whether the placement needs the design parameter R.
 func (a Algorithm) usesR() bool {
 	switch a.Placement {
-	case "cgbp", "opt-number", "opt-order", "cgbp-live", "cgbp-replan":
+	case "cgbp", "opt-number", "opt-order", "cgbp-live", "cgbp-replan", "refined":
 		return true
 	}
 	return false

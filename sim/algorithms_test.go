@@ -20,7 +20,7 @@ func TestForPlacement(t *testing.T) {
 		a := sim.ForPlacement(name)
 		require.Equal(t, name, a.Placement)
 		want, ok := map[string]string{"cgbp": "proposed", "petals": "petals", "opt-order": "opt-order", "opt-number": "opt-number",
-			"cgbp-live": "live", "cgbp-replan": "live-replan"}[name]
+			"cgbp-live": "live", "cgbp-replan": "live-replan", "refined": "refined"}[name]
 		if !ok {
 			require.Equal(t, sim.Algorithm{Name: name, Placement: name, Routing: "wsrr", Admission: sim.AdmitWait}, a)
 			continue
@@ -133,4 +133,34 @@ func TestMoveBandwidth(t *testing.T) {
 		}
 	}
 	require.Positive(t, split, "some run has sessions on both sides of the move")
+}
+
+// TestRefinedKeepsOptimalCGBP: on the clustered fleet of paper 003 the
+// exact single-session bound equals (17), so CG-BP is optimal there (any
+// placement is at least the bound, CG-BP at most (17)); refined must then
+// give the same placement and the same times. The bound lies between (B.8)
+// and the achieved remaining-token time.
+func TestRefinedKeepsOptimalCGBP(t *testing.T) {
+	var algs []sim.Algorithm
+	for _, name := range []string{"proposed", "refined"} {
+		a, err := sim.LookupAlgorithm(name)
+		require.NoError(t, err)
+		algs = append(algs, a)
+	}
+	for cc := range 3 {
+		f, err := sim.Clustered(cc)
+		require.NoError(t, err)
+		w := sim.Workload{Rate: 0.1, Requests: 30, InputTokens: 20, OutputTokens: 128}
+		res, err := sim.Run(f, w, algs, rand.New(rand.NewPCG(1, uint64(cc))), nil)
+		require.NoError(t, err)
+		p, r := res[0], res[1]
+		require.Empty(t, p.Errors)
+		require.Empty(t, r.Errors)
+		require.InDelta(t, p.UpperBound, p.SessionBound, 1e-9, "cluster %d: CG-BP optimal", cc)
+		require.Greater(t, p.SessionBound, p.LowerBound, "cluster %d: tighter than (B.8)", cc)
+		require.LessOrEqual(t, p.SessionBound, p.RemainingToken+1e-9, "cluster %d", cc)
+		require.Equal(t, p.Blocks, r.Blocks, "cluster %d", cc)
+		require.Equal(t, p.PerToken, r.PerToken, "cluster %d", cc)
+		require.Equal(t, p.R, r.R, "cluster %d", cc)
+	}
 }

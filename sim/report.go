@@ -41,6 +41,9 @@ func WriteTable(w io.Writer, results []Result, outputTokens int) error {
 		if r.Algorithm == "proposed" && r.Runs > 0 && r.UpperBound > 0 {
 			fmt.Fprintf(w, "proposed: decode per-token bounds for R concurrent sessions: lower (B.8) %.3f s, upper (17) %.3f s; achieved remaining-token time %.3f s\n",
 				r.LowerBound, r.UpperBound, r.RemainingToken)
+			if r.SessionBound > 0 {
+				fmt.Fprintf(w, "proposed: exact single-session lower bound (full RTT per hop, any placement) %.3f s\n", r.SessionBound)
+			}
 		}
 	}
 	for _, r := range results {

@@ -39,7 +39,7 @@ func TestPaperTables(t *testing.T) {
 func TestWriteTable(t *testing.T) {
 	var b bytes.Buffer
 	require.NoError(t, WriteTable(&b, []Result{
-		{Algorithm: "proposed", PerToken: 0.5, FirstToken: 3, RemainingToken: 0.4, R: 12, Runs: 2, UpperBound: 0.6, LowerBound: 0.3, Blocks: map[string]float64{"MIG": 4, "A100": 50}},
+		{Algorithm: "proposed", PerToken: 0.5, FirstToken: 3, RemainingToken: 0.4, R: 12, Runs: 2, UpperBound: 0.6, LowerBound: 0.3, SessionBound: 0.35, Blocks: map[string]float64{"MIG": 4, "A100": 50}},
 		{Algorithm: "petals", PerToken: 2, FirstToken: 60, RemainingToken: 1, Runs: 2, Errors: []string{"x"}},
 		{Algorithm: "opt-rr", Errors: []string{"placement: infeasible", "again"}},
 	}, 64))
@@ -50,6 +50,7 @@ func TestWriteTable(t *testing.T) {
 	// l_max = 64: first (60 - 3)/64 = 0.890625, remaining 63 (1 - 0.4)/64
 	// = 0.590625, gain 1.48125: 60.1% and 39.9%.
 	require.Contains(t, out, "gain of proposed over petals: 1.481 s per token, 60% from the first token, 40% from the remaining tokens")
+	require.Contains(t, out, "exact single-session lower bound (full RTT per hop, any placement) 0.350 s")
 	require.Contains(t, out, "opt-rr failed in 2 run(s): placement: infeasible")
 	require.Contains(t, out, "petals failed in 1 run(s): x")
 }

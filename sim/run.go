@@ -45,6 +45,10 @@ type Result struct {
 	// per-token time while at most R sessions run (Corollary 3.6).
 	UpperBound float64 `json:"upper_bound,omitempty"`
 	LowerBound float64 `json:"lower_bound,omitempty"`
+	// SessionBound is the exact single-session lower bound
+	// (placement.SessionBound, full RTT per hop) for the same R; proposed
+	// only, like the bounds above.
+	SessionBound float64 `json:"session_bound,omitempty"`
 	// MovedBytes is the weight bytes the replanning of live-replan loads
 	// (placement.Replanning.LoadBytes; 0 when not applied or for other
 	// algorithms), and MoveSteps its number of migration steps.
@@ -123,6 +127,15 @@ func Run(f *Fleet, w Workload, algs []Algorithm, rng *rand.Rand, clock func() ti
 				continue
 			}
 			sessions, res.R = r, float64(r)
+			if a.Name == "refined-fp" {
+				fp, err := FixedPointR(f, w, a.Placement)
+				if err != nil {
+					res.Errors = []string{err.Error()}
+					out = append(out, res)
+					continue
+				}
+				sessions, res.R = fp, float64(fp)
+			}
 		}
 		if err := runOne(f, w, a, placementOrder(a, order), sessions, arrivals, clock, &res); err != nil {
 			res.Errors = []string{err.Error()}
@@ -164,6 +177,9 @@ func runOne(f *Fleet, w Workload, a Algorithm, order []int, r int, arrivals []fl
 		}
 		if lb, err := placement.LowerBound(in); err == nil {
 			res.LowerBound = lb
+		}
+		if sb, err := placement.SessionBound(in); err == nil {
+			res.SessionBound = sb
 		}
 	}
 	if moves != nil && moves.Apply {
@@ -272,10 +288,34 @@ func blocksByKind(f *Fleet, plan placement.Plan) map[string]float64 {
 // time_per_request does (BPRR_heuristic_general_extended.m adds
 // initial_delay), but no allocation delay.
 func SessionTime(f *Fleet, w Workload) (float64, error) {
-	in := f.placementInput(w, 1, nil, nil)
-	plan, err := placement.CGBP(in)
+	return sessionTimeAt(f, w, "cgbp", 1)
+}
+
+// FixedPointR returns placement.FixedPointR for the fleet: R chosen as
+// ChooseR does, from the idle-fleet session time (as SessionTime) of the
+// placement called name made for the R of the previous step, until R is
+// stable.
+func FixedPointR(f *Fleet, w Workload, name string) (int, error) {
+	r, _, err := placement.FixedPointR(f.placementInput(w, 1, nil, nil), w.Rate, func(r int) (float64, error) {
+		return sessionTimeAt(f, w, name, r)
+	})
 	if err != nil {
-		return 0, fmt.Errorf("sim: session time: cgbp with R = 1: %w", err)
+		return 0, fmt.Errorf("sim: fixed-point R: %w", err)
+	}
+	return r, nil
+}
+
+// sessionTimeAt is SessionTime with the placement called name made for R
+// = r.
+func sessionTimeAt(f *Fleet, w Workload, name string, r int) (float64, error) {
+	in := f.placementInput(w, r, nil, nil)
+	place, err := placement.Lookup(name)
+	if err != nil {
+		return 0, err
+	}
+	plan, err := place(in)
+	if err != nil {
+		return 0, fmt.Errorf("sim: session time: %s with R = %d: %w", name, r, err)
 	}
 	proposed, err := LookupAlgorithm("proposed")
 	if err != nil {
@@ -345,6 +385,7 @@ func Summarize(runs [][]Result) []Result {
 			m.R += r.R
 			m.UpperBound += r.UpperBound
 			m.LowerBound += r.LowerBound
+			m.SessionBound += r.SessionBound
 			m.MovedBytes += r.MovedBytes
 			m.MoveSteps += r.MoveSteps
 			m.MoveTime += r.MoveTime
@@ -381,6 +422,7 @@ func Summarize(runs [][]Result) []Result {
 		m.R /= n
 		m.UpperBound /= n
 		m.LowerBound /= n
+		m.SessionBound /= n
 		m.MovedBytes /= n
 		m.MoveSteps /= n
 		m.MoveTime /= n
