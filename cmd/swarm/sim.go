@@ -221,10 +221,23 @@ func simulate(ctx context.Context, out io.Writer, o simOptions) error {
 	if err != nil {
 		return err
 	}
+	// With a preset the paper reports, also run the other calibration, so
+	// that mechanism-only and calibrated ratios stand next to the paper's.
+	var cmp []experiment.Comparison
+	if c, ok := e.Counterpart(); ok && o.Preset != "" {
+		other, err := c.Run(ctx, nil)
+		if err != nil {
+			return err
+		}
+		cmp = e.Comparisons(res, other)
+	}
 	if o.json {
-		err = e.WriteJSON(out, res)
-	} else {
-		err = e.WriteText(out, res)
+		rep := e.Report(res)
+		rep.Comparisons = cmp
+		err = writeJSONOut(out, rep)
+	} else if err = e.WriteText(out, res); err == nil {
+		p, _ := e.Paper()
+		experiment.WriteComparisons(out, p.Source, cmp)
 	}
 	if err != nil {
 		return err

@@ -334,6 +334,11 @@ type simReportV2 struct {
 	Paper *struct {
 		Source string `json:"source"`
 	} `json:"paper"`
+	Comparisons []struct {
+		Source     string  `json:"source"`
+		Ratio      float64 `json:"ratio"`
+		FirstShare float64 `json:"first_token_share"`
+	} `json:"comparisons"`
 }
 
 func simJSON(t *testing.T, args ...string) simReportV2 {
@@ -365,6 +370,14 @@ func TestSimPreset(t *testing.T) {
 	require.Equal(t, "Tables 5, C.9, C.10", got.Paper.Source)
 	require.NotNil(t, got.Decomposition)
 	require.InDelta(t, 1, got.Decomposition.FirstShare+got.Decomposition.RemainingShare, 1e-9)
+	// Both calibrations next to the paper's: Table 5 GTS-CE at 0.1
+	// requests/s and l_max 128 is 0.95/4.69 (experiment), 0.91/3.47 (MATLAB).
+	require.Len(t, got.Comparisons, 4)
+	require.Equal(t, "ours, calibration none", got.Comparisons[0].Source)
+	require.Equal(t, "ours, calibration matlab", got.Comparisons[1].Source)
+	require.InDelta(t, 0.95/4.69, got.Comparisons[2].Ratio, 1e-12)
+	require.InDelta(t, 0.91/3.47, got.Comparisons[3].Ratio, 1e-12)
+	require.Less(t, got.Comparisons[1].Ratio, got.Comparisons[0].Ratio, "MATLAB's constants favour proposed")
 	for _, r := range got.Results {
 		require.Greater(t, r.PerTokenCI, 0.0, "two runs give a confidence interval")
 	}
@@ -372,6 +385,7 @@ func TestSimPreset(t *testing.T) {
 	got = simJSON(t, append(base, "--servers", "60")...)
 	require.Equal(t, 60, got.Config.Servers)
 	require.Nil(t, got.Paper)
+	require.Empty(t, got.Comparisons)
 	require.NotEmpty(t, got.Warnings)
 	require.Contains(t, got.Warnings[0], "Table 5 ran GtsCe with 26 servers (5 A100s); this fleet has 60 servers")
 

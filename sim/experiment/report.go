@@ -108,6 +108,10 @@ type Report struct {
 	// Paper holds the paper's numbers for the same setting, if it reports
 	// any.
 	Paper *Paper `json:"paper,omitempty"`
+	// Comparisons are ours under both calibrations and the paper's
+	// proposed/petals ratios with their first-token shares (`swarm sim
+	// --preset`, when the paper reports the setting).
+	Comparisons []Comparison `json:"comparisons,omitempty"`
 }
 
 // Paper is what paper 003 reports for a setting: its tables and the
@@ -296,4 +300,91 @@ func decomposition(results []sim.Result, outputTokens int) (sim.Decomposition, b
 		return sim.Decomposition{}, false
 	}
 	return sim.Decompose(*pro, *pet, outputTokens)
+}
+
+// Comparison is one row of the paper comparison that `swarm sim --preset`
+// prints: proposed/petals under one calibration, ours or the paper's.
+type Comparison struct {
+	// Source is "ours, calibration none", "ours, calibration matlab",
+	// "paper experiment" or "paper MATLAB".
+	Source string `json:"source"`
+	// Ratio is proposed / petals per-token time.
+	Ratio float64 `json:"ratio"`
+	// FirstShare is the share of the gain from the first token.
+	FirstShare float64 `json:"first_token_share"`
+}
+
+// Counterpart returns this experiment under the other calibration (none
+// <-> matlab) with proposed and petals only, when the paper reports this
+// setting (Paper), so that both can be put next to the paper's numbers;
+// false otherwise.
+func (e *Experiment) Counterpart() (*Experiment, bool) {
+	if _, ok := e.Paper(); !ok {
+		return nil, false
+	}
+	o := e.o
+	o.Algorithms = []string{"proposed", "petals"}
+	if o.Calibration == sim.CalibrationMATLAB {
+		o.Calibration = sim.CalibrationNone
+	} else {
+		o.Calibration = sim.CalibrationMATLAB
+	}
+	c, err := New(o)
+	if err != nil {
+		return nil, false
+	}
+	return c, true
+}
+
+// Comparisons returns ours (results of this experiment and of its
+// Counterpart, other) and the paper's proposed/petals ratios and
+// first-token shares, mechanism-only first; nil without both algorithms
+// or paper numbers.
+func (e *Experiment) Comparisons(results, other []sim.Result) []Comparison {
+	p, ok := e.Paper()
+	if !ok {
+		return nil
+	}
+	ours := func(cal string, res []sim.Result) (Comparison, bool) {
+		d, ok := decomposition(res, e.o.OutputTokens)
+		if !ok {
+			return Comparison{}, false
+		}
+		var pro, pet float64
+		for _, r := range res {
+			switch r.Algorithm {
+			case "proposed":
+				pro = r.PerToken
+			case "petals":
+				pet = r.PerToken
+			}
+		}
+		return Comparison{Source: "ours, calibration " + cal, Ratio: pro / pet, FirstShare: d.FirstShare}, true
+	}
+	a, okA := ours(e.o.Calibration, results)
+	otherCal := sim.CalibrationMATLAB
+	if e.o.Calibration == sim.CalibrationMATLAB {
+		otherCal = sim.CalibrationNone
+	}
+	b, okB := ours(otherCal, other)
+	if !okA || !okB {
+		return nil
+	}
+	if e.o.Calibration == sim.CalibrationMATLAB {
+		a, b = b, a
+	}
+	re, rm := p.Ratio()
+	fe, fm := p.FirstShare(e.o.OutputTokens)
+	return []Comparison{a, b, {Source: "paper experiment", Ratio: re, FirstShare: fe}, {Source: "paper MATLAB", Ratio: rm, FirstShare: fm}}
+}
+
+// WriteComparisons writes Comparisons as lines.
+func WriteComparisons(w io.Writer, source string, cs []Comparison) {
+	if len(cs) == 0 {
+		return
+	}
+	fmt.Fprintf(w, "proposed / petals per-token next to paper 003 %s:\n", source)
+	for _, c := range cs {
+		fmt.Fprintf(w, "  %-26s %.3f  (%.0f%% of the gain from the first token)\n", c.Source, c.Ratio, 100*c.FirstShare)
+	}
 }
