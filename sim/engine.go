@@ -218,8 +218,10 @@ func (e *engine) run(arrivals []float64) error {
 			e.setPlan(*e.next)
 			e.switched = true
 		case evEnd:
-			if s := &e.sessions[ev.session]; s.done || ev.t != s.end {
-				continue // superseded: the session's end moved (shared server model)
+			if s := &e.sessions[ev.session]; !s.started || s.done || ev.t != s.end {
+				// Superseded: the session's end moved (shared server
+				// model), or its start was postponed past the booked end.
+				continue
 			}
 			e.finish(ev.session)
 		}
@@ -404,6 +406,12 @@ func (e *engine) start(i int) error {
 		s.last = e.now + s.setup + s.prefill
 		s.left = float64(e.work.OutputTokens - 1)
 		e.restep()
+	} else if e.now != s.start {
+		// Postponed past its booking (a replanned placement took over):
+		// eq. (1) from the actual start.
+		s.start = e.now
+		s.end = s.start + s.setup + s.prefill + float64(e.work.OutputTokens-1)*s.decode
+		e.push(s.end, evEnd, i)
 	}
 	return nil
 }
