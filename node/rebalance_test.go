@@ -54,8 +54,7 @@ func TestSelfPlan(t *testing.T) {
 // 3:5 (memory for 2), and every server rebalances on its own (evaluations
 // 4 s apart on average, within 300 ms of a registry change); at first
 // nobody moves (R = 1, pinned equal taus and no client RTT: no placement
-// is faster, and
-// every block has the capacity R). C stops; without a new
+// is faster, and every block has the capacity R). C stops; without a new
 // server, exactly one of A and B moves (both compute the same plan; no
 // herd), blocks 3:5 are covered again within 10 s of the hole showing, and
 // the spans are CG-BP's over A and B: 0:3 and 2:5.
