@@ -57,6 +57,19 @@ type Constraint interface {
 	Accept(id int)
 }
 
+// BudgetedConstraint is a Constraint that must reach an end within a number
+// of tokens (e.g. a JSON document closed before max_tokens): the generator
+// calls SetBudget with the most tokens it may still draw before the first
+// Sample, and each Accept uses one.
+type BudgetedConstraint interface {
+	Constraint
+	// SetBudget sets the tokens that may still be drawn (>= 0).
+	SetBudget(tokens int)
+	// Done reports that the text is complete: only the end of generation
+	// may follow, so running out of budget here is a natural stop.
+	Done() bool
+}
+
 // Validate returns an error wrapping ErrArgument naming the first setting out
 // of range.
 func (c SamplerConfig) Validate() error {

@@ -78,6 +78,10 @@ type Plan struct {
 	// (B.8) on any placement's, in seconds; nil when (18) fails or the
 	// servers cannot hold one session.
 	UpperBound, LowerBound *float64
+	// SessionBound is the exact single-session lower bound on any
+	// placement's average per-token time (placement.SessionBound), in
+	// seconds; nil when no chain holds one session.
+	SessionBound *float64
 	// ClientLowerBound[c] is (B.8) for client c alone, in seconds, or nil.
 	ClientLowerBound []*float64
 	// Routes[c] is client c's route on the idle swarm, or nil with the
@@ -117,6 +121,9 @@ func (f Fleet) Plan(o Options) (*Plan, error) {
 	}
 	if lb, err := placement.LowerBound(p.Input); err == nil {
 		p.LowerBound = &lb
+	}
+	if sb, err := placement.SessionBound(p.Input); err == nil {
+		p.SessionBound = &sb
 	}
 	p.ClientLowerBound = make([]*float64, len(p.Input.Clients))
 	for c := range p.Input.Clients {

@@ -71,7 +71,7 @@ func TestPlanScript(t *testing.T) {
 func TestPlanRoutesWithTheSimulatorsPairs(t *testing.T) {
 	fl := load(t, "fig5.json")
 	want := map[string]string{"cgbp": "wsrr", "petals": "petals", "opt-order": "petals", "opt-number": "petals", "optimal": "wsrr",
-		"cgbp-live": "wsrr", "cgbp-replan": "wsrr"}
+		"cgbp-live": "wsrr", "cgbp-replan": "wsrr", "refined": "wsrr"}
 	require.ElementsMatch(t, placement.Names(), keys(want), "a new placement needs its routing here")
 	for name, routing := range want {
 		p, err := fl.Plan(fleet.Options{Algorithm: name, Sessions: 4})
@@ -100,6 +100,9 @@ func TestPlanFig5(t *testing.T) {
 	require.NotNil(t, p.LowerBound)
 	require.InDelta(t, 0.12, *p.LowerBound, 1e-12)
 	require.InDelta(t, 0.12, *p.ClientLowerBound[0], 1e-12)
+	// single-session bound: one hop of both blocks, 0.1 + 2 * 0.01
+	require.NotNil(t, p.SessionBound)
+	require.InDelta(t, 0.12, *p.SessionBound, 1e-12)
 
 	opt, err := fl.Plan(fleet.Options{Algorithm: "optimal", Sessions: 4})
 	require.NoError(t, err)

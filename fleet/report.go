@@ -22,6 +22,9 @@ type Summary struct {
 	// when they do not exist.
 	UpperBound *float64 `json:"upper_bound"`
 	LowerBound *float64 `json:"lower_bound"`
+	// SessionBound is the exact single-session lower bound, in seconds per
+	// token (placement.SessionBound); null when no chain holds one session.
+	SessionBound *float64 `json:"session_bound"`
 	// Routes are the idle-swarm routes by client name; clients without a
 	// route are absent.
 	Routes map[string]RouteSummary `json:"routes"`
@@ -48,6 +51,7 @@ func (p *Plan) Summary() Summary {
 		TargetSessions: p.Input.Sessions,
 		UpperBound:     p.UpperBound,
 		LowerBound:     p.LowerBound,
+		SessionBound:   p.SessionBound,
 		Routes:         map[string]RouteSummary{},
 		Servers:        []NamedSpan{},
 	}
@@ -127,6 +131,9 @@ func (p *Plan) WriteText(w io.Writer) error {
 		fmt.Fprintf(&b, "lower bound (B.8) on any placement's average per-token time: %.6g s\n", *p.LowerBound)
 	} else {
 		b.WriteString("lower bound (B.8): none (the servers cannot hold the model even for one session)\n")
+	}
+	if p.SessionBound != nil {
+		fmt.Fprintf(&b, "exact single-session lower bound (full RTT per hop) on any placement's average per-token time: %.6g s\n", *p.SessionBound)
 	}
 	fmt.Fprintf(&b, "\nroutes (%s on an idle swarm, l_max = %d):\n", routerNames[p.Algorithm.Routing], p.MaxLength)
 	for c, name := range in.Clients {

@@ -205,6 +205,9 @@ func (s *Session) generate(ctx context.Context, p GenerateParams, start time.Tim
 		return res, fmt.Errorf("%w: %w", ErrBadRequest, err)
 	}
 	sp := sampling{cfg: p.Sampler, seeded: p.Seeded, sampler: sampler}
+	if b, ok := p.Sampler.Constraint.(blocks.BudgetedConstraint); ok {
+		b.SetBudget(p.MaxTokens) // the constraint closes its text in time
+	}
 	st := newStopper(p.Stop)
 	stopped := false
 	release := func(text string) error {
@@ -256,7 +259,7 @@ func (s *Session) generate(ctx context.Context, p GenerateParams, start time.Tim
 		remaining -= o.tokens
 		if err == nil {
 			res.FinishReason = "length"
-			if stopped || o.ended {
+			if stopped || o.ended || constraintDone(p.Sampler.Constraint) {
 				res.FinishReason = "stop"
 			}
 			if !stopped {
@@ -300,4 +303,11 @@ func (s *Session) generate(ctx context.Context, p GenerateParams, start time.Tim
 			in = input{ids: ids}
 		}
 	}
+}
+
+// constraintDone reports whether a budgeted constraint's text is complete
+// (a JSON document closed exactly at max_tokens ends with "stop").
+func constraintDone(c blocks.Constraint) bool {
+	b, ok := c.(blocks.BudgetedConstraint)
+	return ok && b.Done()
 }

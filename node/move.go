@@ -173,11 +173,16 @@ var errNoRoom = errors.New("no room for both spans")
 
 // targetConfig is the server configuration of the target span: the
 // memory M_j the old server runs with (its --memory, or the default it
-// computed), so that a move never grows the process.
+// computed), so that a move never grows the process, and its measurement
+// (tau_j and tauI_j are per block; re-measuring would change the fleet the
+// planner sees after every move, and a fleet that changes under its plan
+// never settles on it).
 func (m *mover) targetConfig(old *server.Server, target swarm.Span) server.Config {
 	cfg := m.j.cfg.Server
 	cfg.Blocks = target
 	cfg.MemoryBytes = old.Info().Admission.MemoryBytes
+	t := old.Timing() // tau_j per block: the fleet replanning sees stays the same
+	cfg.Timing = &t
 	return cfg
 }
 

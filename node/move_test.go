@@ -206,6 +206,8 @@ func sampleCoverage(t *testing.T, reg *registry.Registry) func() (samples int, g
 // a block uncovered.
 func TestMove_MakeBeforeBreak(t *testing.T) {
 	f := startMoveFleet(t, memoryFor(6), 0, nil)
+	before, ok := f.a.reg.Get(f.a.reg.ID())
+	require.True(t, ok)
 	phases := recordPhases(t, f.a.reg, f.a.reg.ID())
 	coverage := sampleCoverage(t, f.client.Registry)
 	ctx, cancel := context.WithTimeout(t.Context(), 2*p2pTimeout)
@@ -252,6 +254,8 @@ func TestMove_MakeBeforeBreak(t *testing.T) {
 	require.Empty(t, e.Info.MovingTo)
 	require.Equal(t, newURL, e.Info.Endpoints[0])
 	require.Equal(t, memoryFor(6)-3*181760, e.Info.CacheBytesFree, "M - 3 blocks of weights: nothing reserved any more")
+	require.Equal(t, before.Info.Tau, e.Info.Tau, "tau_j is per block: the moved server keeps its measurement")
+	require.Equal(t, before.Info.TauI, e.Info.TauI)
 
 	samples, gaps := coverage()
 	require.Empty(t, gaps, "make-before-break: no block uncovered")
@@ -276,6 +280,8 @@ func TestMove_DrainFirst(t *testing.T) {
 	f := startMoveFleet(t, memoryFor(3), 0, nil)
 	phases := recordPhases(t, f.a.reg, f.a.reg.ID())
 	coverage := sampleCoverage(t, f.client.Registry)
+	before, ok := f.a.reg.Get(f.a.reg.ID())
+	require.True(t, ok)
 	ctx, cancel := context.WithTimeout(t.Context(), 2*p2pTimeout)
 	defer cancel()
 
@@ -310,6 +316,10 @@ func TestMove_DrainFirst(t *testing.T) {
 	var chain []client.HopStats
 	text = generate(t, ctx, f.cl, 200, func(s *client.Session) { chain = s.Chain() })
 	require.Equal(t, referenceText(t), text, "a session after the move")
+	after, ok := f.a.reg.Get(f.a.reg.ID())
+	require.True(t, ok)
+	require.Equal(t, span(2, 5), after.Info.Span)
+	require.Equal(t, before.Info.Tau, after.Info.Tau, "tau_j is per block: the moved server keeps its measurement")
 	nw := hopAt(t, chain, f.served.URL)
 	require.True(t, span(2, 5).ContainsSpan(nw.Span) && nw.Span.Contains(2), "new session on A: %s", nw.Span)
 	_, gaps := coverage()

@@ -35,12 +35,21 @@ type ReplanConfig struct {
 	// move must not freeze replanning; the next epoch starts from the live
 	// spans.
 	EpochTimeout time.Duration
+	// Quiet is how long no server may have been joining (JOIN without a
+	// move of its own) before a plan applied only for its gain
+	// (placement.ReasonGain) is proposed (default DefaultReplanQuiet): a
+	// fleet still forming would be replanned once per joiner, and the
+	// last joiners' incremental spans left in place when the remaining
+	// gain falls under MinGain. Holes and blocks below capacity are
+	// planned at once.
+	Quiet time.Duration
 }
 
 // Defaults of ReplanConfig.
 const (
 	DefaultReplanInterval = 10 * time.Second
 	DefaultEpochTimeout   = 5 * time.Minute
+	DefaultReplanQuiet    = 5 * time.Second
 )
 
 // ErrNoChange is returned by NextPlan when the fleet needs no migration
@@ -110,7 +119,8 @@ func settled(p planner.Plan, entries []registry.Entry) bool {
 // ends: on every registry change and every Interval, if r leads the group,
 // it aborts an epoch active for longer than EpochTimeout, and otherwise,
 // when no epoch is active and the registry shows the last epoch's movers at
-// their new spans (settled), proposes NextPlan as the next epoch. Followers
+// their new spans (settled), proposes NextPlan as the next epoch (a plan
+// for its gain alone only once no server has been joining for Quiet). Followers
 // only watch. Errors of one evaluation are logged, not returned; it
 // returns ctx's error.
 func ReplanLoop(ctx context.Context, r *planner.Replica, self string, reg *registry.Registry, cfg ReplanConfig, log *slog.Logger) error {
@@ -130,7 +140,11 @@ func ReplanLoop(ctx context.Context, r *planner.Replica, self string, reg *regis
 	defer tick.Stop()
 	var activeSince time.Time
 	var activeEpoch uint64
-	var lastErr string // the last evaluation error logged
+	if cfg.Quiet <= 0 {
+		cfg.Quiet = DefaultReplanQuiet
+	}
+	var lastErr string     // the last evaluation error logged
+	var lastJoin time.Time // when a server was last seen joining
 	for {
 		select {
 		case <-ctx.Done():
@@ -161,10 +175,16 @@ func ReplanLoop(ctx context.Context, r *planner.Replica, self string, reg *regis
 			continue
 		}
 		entries := reg.Snapshot()
+		if joining(entries, cfg.Model) {
+			lastJoin = time.Now()
+		}
 		if cur.Status == planner.StatusDone && !settled(cur, entries) {
 			continue // the movers' new spans have not reached this registry replica yet
 		}
 		plan, rp, err := NextPlan(entries, cur.Epoch+1, cfg)
+		if err == nil && rp.Reason == placement.ReasonGain && time.Since(lastJoin) < cfg.Quiet {
+			continue // the fleet is still forming: plan its gain once it is complete
+		}
 		if err != nil {
 			if !errors.Is(err, ErrNoChange) && err.Error() != lastErr {
 				log.Warn("replan: evaluate", "err", err) // once per distinct error, not every round
@@ -180,4 +200,16 @@ func ReplanLoop(ctx context.Context, r *planner.Replica, self string, reg *regis
 		log.Info("replan: epoch committed", "epoch", plan.Epoch, "reason", rp.Reason.String(), "moves", len(plan.Moves),
 			"load_bytes", rp.LoadBytes, "per_token_s", rp.CurrentPerToken, "target_per_token_s", rp.FinalPerToken)
 	}
+}
+
+// joining reports whether a block server of model (any, when empty) is
+// joining the swarm: JOIN without a span move of its own (a server that
+// drains before a move is JOIN too, with Draining).
+func joining(entries []registry.Entry, model string) bool {
+	for _, e := range entries {
+		if e.State == swarm.StateJoin && e.Info.Draining.Empty() && !e.Info.FullRange && (model == "" || e.Info.Model == model) {
+			return true
+		}
+	}
+	return false
 }

@@ -1,6 +1,7 @@
 package node
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -62,7 +63,7 @@ type ServerConfig struct {
 	LoadRefresh time.Duration
 	// OnMove, if not nil, is told the progress of each span move asked
 	// of the Mover (started, switched, done, failed), from the goroutine
-	// that called Move; it must not block.
+	// that called Move: the move waits while it runs.
 	OnMove func(MoveEvent)
 	// Bootstrap are the node's bootstrap peers: the registry is fetched
 	// from them before placement, and they stand in for the client nodes
@@ -72,10 +73,15 @@ type ServerConfig struct {
 	// --planners`): the server executes its moves of the committed plans
 	// (ExecutePlans, moving with its Mover), and when its own id is listed
 	// it also runs a replica of the group (ServePlans, ReplanLoop with
-	// Replan). Empty: the server never moves.
+	// Replan). Empty: the server moves only by
+	// decentralized rebalancing (Rebalance), if enabled.
 	Planners []peer.ID
 	// Replan configures the replanning of a replica run here.
 	Replan ReplanConfig
+	// Rebalance configures decentralized rebalancing (RebalanceLoop),
+	// run only without Planners; a zero Interval disables it. Its Model,
+	// Sessions and MaxLength default to the server's own.
+	Rebalance RebalanceConfig
 }
 
 // Validate returns an error wrapping ErrBadConfig naming the first bad
@@ -222,6 +228,9 @@ func (j *joiner) joinAuto(ctx context.Context) error {
 	}
 	j.model = probe.Model
 	rtt, from := ClientRTT(ctx, j.n, j.cfg.Bootstrap)
+	// An emulated WAN link (--emulate-latency) delays every reply frame:
+	// clients see it in every step's round trip, so placement must too.
+	rtt += j.cfg.Server.EmulateLatency.Seconds()
 	j.log.Info("measured", "tau", probe.Tau, "tauI_intercept", probe.TauI.Intercept, "tauI_slope", probe.TauI.Slope,
 		"memory", j.cfg.Server.MemoryBytes, "client_rtt", rtt, "rtt_from", string(from))
 	maxLength := j.cfg.MaxLength
@@ -375,10 +384,25 @@ func (j *joiner) serve(ctx context.Context, ready func(Serving) error) error {
 	if err == nil && len(j.cfg.Planners) > 0 {
 		stopPlans, err = j.followPlans(rctx, mv)
 	}
+	rebalanced := make(chan struct{})
+	if err == nil && len(j.cfg.Planners) == 0 && j.cfg.Rebalance.Interval > 0 {
+		rb := j.cfg.Rebalance
+		rb.Model = cmp.Or(rb.Model, j.model.Name)
+		rb.Sessions = cmp.Or(rb.Sessions, j.cfg.Sessions)
+		rb.MaxLength = cmp.Or(rb.MaxLength, j.cfg.MaxLength, j.model.MaxSeqLen)
+		j.log.Info("rebalancing without a planner group", "interval", rb.Interval)
+		go func() {
+			defer close(rebalanced)
+			_ = RebalanceLoop(rctx, j.reg.ID(), j.reg, mv, rb, j.log)
+		}()
+	} else {
+		close(rebalanced)
+	}
 	if err == nil {
 		err = a.run(ctx, fatal)
 	}
 	cancelMoves()
+	<-rebalanced
 	if stopPlans != nil {
 		if perr := stopPlans(); perr != nil {
 			j.log.Warn("stopping the planner replica", "err", perr)

@@ -194,3 +194,15 @@ func TestRunServer_DownOnFailure(t *testing.T) {
 	cfg.Server.MemoryBytes = 0
 	require.ErrorIs(t, RunServer(t.Context(), small.node, small.reg, cfg, nil, nil), ErrBadConfig)
 }
+
+// pinnedServerConfig is serverConfig with the same tau_j and tauI_j for
+// every server instead of each measuring its span: fixed-span servers
+// advertise no client RTT, so with equal taus every chain of the same
+// number of hops has the same idle per-token time, and replanning moves a
+// server only for a hole or a block below capacity — not for the noise of
+// separate measurements, which would make the tests' plans vary by run.
+func pinnedServerConfig(t *testing.T, cacheDir string, boot *member) ServerConfig {
+	cfg := serverConfig(t, cacheDir, boot)
+	cfg.Server.Timing = &server.Timing{Tau: 5e-5, TauI: swarm.PrefillFit{Intercept: 1e-4, Slope: 5e-5}}
+	return cfg
+}

@@ -20,6 +20,7 @@ var Algorithms = map[string]Func{
 	"opt-order":  OptimizedOrder, // ablation, Sec. 4.3
 	"opt-number": OptimizedNumber,
 	"optimal":    Optimal, // exhaustive BPRR (6), tiny fleets only
+	"refined":    Refined, // CG-BP improved by local search over spans and R
 	// live: incremental CG-BP at join in Input.Order, then one Replan
 	"cgbp-live":   Live,
 	"cgbp-replan": liveReplan,

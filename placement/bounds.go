@@ -184,6 +184,12 @@ func ClientLowerBound(in Input, c int) (float64, error) {
 // T^o >= (1/R) sum_c |R_c| T_c^o, with |R_c| from in.Demand (nil: R split
 // evenly) and T_c^o from ClientLowerBound (B.8).
 func LowerBound(in Input) (float64, error) {
+	return demandAverage(in, ClientLowerBound)
+}
+
+// demandAverage returns (1/R) sum_c |R_c| perClient(in, c), |R_c| from
+// in.Demand (nil: R split evenly), after validating in.
+func demandAverage(in Input, perClient func(Input, int) (float64, error)) (float64, error) {
 	if err := in.Validate(); err != nil {
 		return 0, err
 	}
@@ -192,11 +198,125 @@ func LowerBound(in Input) (float64, error) {
 		if d == 0 {
 			continue
 		}
-		t, err := ClientLowerBound(in, c)
+		t, err := perClient(in, c)
 		if err != nil {
 			return 0, err
 		}
 		total += float64(d) * t
 	}
 	return total / float64(in.Sessions), nil
+}
+
+// sessionBlocks returns the most blocks one hop of a single session can
+// process on server j: the largest k with s_m k + k min_b s_c(b) <= M_j
+// (and min(., L), Server.MaxBlocks). A hop that processes k blocks needs
+// the server to hold at least those k blocks (s_m k) plus the session's
+// cache on them (at least k times the smallest s_c(b), exactly s_c k with
+// one s_c): the memory constraint (6b) with one session. Without
+// Model.BlockCacheBytes it is m̄_j of (B.8).
+func sessionBlocks(in Input, j int) int {
+	per := in.Model.BlockBytes + in.Model.minCacheBytes()
+	return in.capBlocks(j, in.Servers[j].MemoryBytes/per)
+}
+
+// ClientSessionBound returns the exact single-session lower bound on the
+// per-token time of a session of client c, in seconds: the least
+//
+//	sum over hops j of (t_cj + tau_j k_j)    (eq. 4)
+//
+// over chains that use each server at most once (a chain of Lemma 3.1
+// leaves a server at the end of its span, so it never returns to it) with
+// k_j >= 1 blocks on hop j, k_j <= sessionBlocks(j) and sum_j k_j = L. It
+// is a 0/1 knapsack over servers, solved exactly by dynamic programming
+// over (servers considered, blocks covered) in O(|V_s| L^2) time. Unlike
+// (B.8), which charges t_cj / m̄_j per block (a fractional relaxation of the
+// same problem), it charges the full RTT of every hop, so
+// (B.8) <= ClientSessionBound <= the per-token time of any session of
+// client c under any placement and routing (at any R). Errors wrap
+// ErrBadInput, or ErrInfeasible when no chain covers the L blocks.
+func ClientSessionBound(in Input, c int) (float64, error) {
+	if err := in.Validate(); err != nil {
+		return 0, err
+	}
+	if c < 0 || c >= len(in.Clients) {
+		return 0, fmt.Errorf("%w: client %d, want an index in [0, %d)", ErrBadInput, c, len(in.Clients))
+	}
+	l := in.Model.Blocks
+	dp := make([]float64, l+1) // dp[b]: least time to process b blocks
+	for b := 1; b <= l; b++ {
+		dp[b] = math.Inf(1)
+	}
+	most := 0
+	for j, s := range in.Servers {
+		m := sessionBlocks(in, j)
+		most += m
+		for b := l; b >= 1; b-- { // descending: each server is used once
+			for k := 1; k <= min(m, b); k++ {
+				if v := dp[b-k] + s.RTT[c] + s.Tau*float64(k); v < dp[b] {
+					dp[b] = v
+				}
+			}
+		}
+	}
+	if math.IsInf(dp[l], 1) {
+		return 0, &InfeasibleError{Sessions: 1, Need: l, Have: most, Uncovered: -1}
+	}
+	return dp[l], nil
+}
+
+// SessionBound returns the exact single-session lower bound on the
+// average per-token time over all sessions, in seconds:
+// (1/R) sum_c |R_c| ClientSessionBound(c), with |R_c| from in.Demand (nil:
+// R split evenly). Every session of client c takes at least
+// ClientSessionBound(c) whatever the other sessions do, so the bound holds
+// for every placement and routing; it is at least LowerBound (B.8).
+// Errors are ClientSessionBound's.
+func SessionBound(in Input) (float64, error) {
+	return demandAverage(in, ClientSessionBound)
+}
+
+// FixedPointR returns a design parameter R that is consistent with the
+// session time it produces: paper 003 picks R = mean + std of the Poisson
+// arrivals during one session (ChooseR, PoissonLoad), from the time of a
+// session placed for R = 1, but a placement for a larger R hosts fewer
+// blocks per server (Alg. 1 line 1), so sessions take more hops and longer,
+// and more of them overlap than R. FixedPointR iterates
+//
+//	R_0 = ChooseR(rate * T(1)),  R_{k+1} = ChooseR(rate * T(R_k))
+//
+// where sessionTime(r) = T(r) is the time of one session, in seconds, on an
+// idle fleet placed for R = r (the caller's placement and routing). It
+// stops when R_{k+1} = R_k, and on a cycle returns the largest R of the
+// cycle (the most capacity); at most 32 steps, then the largest R seen.
+// steps lists R_0, R_1, ... as computed. Errors are ChooseR's or
+// sessionTime's (wrapped).
+func FixedPointR(in Input, rate float64, sessionTime func(r int) (float64, error)) (r int, steps []int, err error) {
+	next := func(r int) (int, error) {
+		t, err := sessionTime(r)
+		if err != nil {
+			return 0, fmt.Errorf("session time at R = %d: %w", r, err)
+		}
+		mean, std := PoissonLoad(rate, t)
+		return ChooseR(in, mean, std)
+	}
+	r, err = next(1)
+	if err != nil {
+		return 0, nil, err
+	}
+	steps = []int{r}
+	for range 32 {
+		nr, err := next(r)
+		if err != nil {
+			return 0, steps, err
+		}
+		if nr == r {
+			return r, steps, nil
+		}
+		if i := slices.Index(steps, nr); i >= 0 {
+			return slices.Max(steps[i:]), append(steps, nr), nil
+		}
+		steps = append(steps, nr)
+		r = nr
+	}
+	return slices.Max(steps), steps, nil
 }

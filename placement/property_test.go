@@ -238,7 +238,7 @@ func TestValidation(t *testing.T) {
 	}
 	_, err := placement.Lookup("greedy")
 	require.ErrorIs(t, err, placement.ErrUnknownAlgorithm)
-	require.ErrorContains(t, err, "cgbp, cgbp-live, cgbp-replan, opt-number, opt-order, optimal, petals")
+	require.ErrorContains(t, err, "cgbp, cgbp-live, cgbp-replan, opt-number, opt-order, optimal, petals, refined")
 
 	in := base()
 	in.Model.Blocks = 8

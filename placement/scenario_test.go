@@ -35,6 +35,7 @@ import (
 //	routed [demand=(N,...)]        optimal routing (16) on the last plan
 //	optimal sessions=R [demand=(N,...)]
 //	bounds sessions=R [demand=(N,...)]
+//	session-bound sessions=R [demand=(N,...)]  exact single-session bound
 //	incremental sessions=R joiner=N fixed=(NAME=START:END,...)
 //	choose-r mean=X std=Y
 //	replan sessions=R [min-gain=X] [hold=K] [current=(NAME=START:END,...)] [dead=(NAME,...)]
@@ -70,6 +71,11 @@ func TestIncrementalCGBP(t *testing.T) { runScript(t, "incremental.txt") }
 // a gain below the threshold, and the per-server decision.
 func TestReplan(t *testing.T) { runScript(t, "replan.txt") }
 
+// TestRefined: the exact single-session bound against (B.8) by hand, and
+// Refined on Fig. 5 (where it must find the optimum) and on a fleet where
+// CG-BP is optimal (where it must keep CG-BP's plan).
+func TestRefined(t *testing.T) { runScript(t, "refined.txt") }
+
 // TestMigrate: make-before-break schedules between given spans.
 func TestMigrate(t *testing.T) { runScript(t, "migrate.txt") }
 
@@ -82,7 +88,7 @@ func TestEveryScriptRuns(t *testing.T) {
 	for _, f := range files {
 		names = append(names, filepath.Base(f))
 	}
-	require.ElementsMatch(t, []string{"lemma3_3.txt", "fig5.txt", "eq18.txt", "petals.txt", "incremental.txt", "replan.txt", "migrate.txt"}, names)
+	require.ElementsMatch(t, []string{"lemma3_3.txt", "fig5.txt", "eq18.txt", "petals.txt", "incremental.txt", "replan.txt", "migrate.txt", "refined.txt"}, names)
 }
 
 type harness struct {
@@ -171,6 +177,23 @@ func (h *harness) run(t *testing.T, d *datadriven.TestData) string {
 		d.ScanArgs(t, "sessions", &h.in.Sessions)
 		h.demand(t, d)
 		return h.bounds()
+	case "session-bound":
+		d.ScanArgs(t, "sessions", &h.in.Sessions)
+		h.demand(t, d)
+		var b strings.Builder
+		for c, name := range h.in.Clients {
+			v, err := placement.ClientSessionBound(h.in, c)
+			if err != nil {
+				return "error: " + err.Error() + "\n"
+			}
+			fmt.Fprintf(&b, "single-session %s: lower bound %s s\n", name, g(v))
+		}
+		v, err := placement.SessionBound(h.in)
+		if err != nil {
+			return "error: " + err.Error() + "\n"
+		}
+		fmt.Fprintf(&b, "single-session mean over sessions: %s s\n", g(v))
+		return b.String()
 	case "incremental":
 		d.ScanArgs(t, "sessions", &h.in.Sessions)
 		var joiner string

@@ -83,6 +83,12 @@ type Config struct {
 	// MeasureCacheDir is where measurements are cached (--measure-cache);
 	// empty means os.UserCacheDir()/swarm/measure.
 	MeasureCacheDir string
+	// Timing, if not nil, is the measurement the server adopts instead of
+	// measuring its span: tau_j and tauI_j are per block, the same on any
+	// span of the model on one machine, so a server that moves to another
+	// span keeps the figures it advertised (live replanning then sees the
+	// same fleet before and after the move, and converges).
+	Timing *Timing
 }
 
 // Defaults of the session limits (see Config).

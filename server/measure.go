@@ -42,7 +42,7 @@ var prefillLengths = []int{1, 8, 32, 128}
 
 // timing is the result of a measurement: tau_j and tauI_j(l) of paper 003
 // Sec. 2.2, with how they were obtained.
-type timing struct {
+type Timing struct {
 	// Tau is the decode time per block per token, seconds.
 	Tau float64 `json:"tau"`
 	// TauI is the prefill time per block, fit linearly in the input length.
@@ -126,35 +126,35 @@ func (k measureKey) file(dir string) (string, error) {
 // cacheEntry is the content of a cache file.
 type cacheEntry struct {
 	Key    measureKey `json:"key"`
-	Timing timing     `json:"timing"`
+	Timing Timing     `json:"timing"`
 }
 
 // loadTiming reads a cached measurement; ok is false when there is none
 // for exactly this key.
-func loadTiming(dir string, key measureKey) (timing, bool) {
+func loadTiming(dir string, key measureKey) (Timing, bool) {
 	path, err := key.file(dir)
 	if err != nil {
-		return timing{}, false
+		return Timing{}, false
 	}
 	b, err := os.ReadFile(path)
 	if err != nil {
-		return timing{}, false
+		return Timing{}, false
 	}
 	var e cacheEntry
 	if err := json.Unmarshal(b, &e); err != nil {
-		return timing{}, false
+		return Timing{}, false
 	}
 	want, err1 := json.Marshal(key)
 	got, err2 := json.Marshal(e.Key)
 	if err1 != nil || err2 != nil || string(want) != string(got) || !(e.Timing.Tau > 0) {
-		return timing{}, false
+		return Timing{}, false
 	}
 	return e.Timing, true
 }
 
 // storeTiming writes a measurement to the cache atomically (temporary file,
 // then rename).
-func storeTiming(dir string, key measureKey, t timing) error {
+func storeTiming(dir string, key measureKey, t Timing) error {
 	path, err := key.file(dir)
 	if err != nil {
 		return err
@@ -201,7 +201,7 @@ func defaultMeasureDir() (string, error) {
 // the origin if the intercept comes out negative. Inputs are fixed
 // pseudo-activations of unit scale: the engine's time does not depend on
 // the values.
-func measure(ctx context.Context, e blocks.Engine) (timing, error) {
+func measure(ctx context.Context, e blocks.Engine) (Timing, error) {
 	info := e.Info()
 	span := e.Span()
 	maxLen := info.MaxSeqLen
@@ -218,7 +218,7 @@ func measure(ctx context.Context, e blocks.Engine) (timing, error) {
 	longest := max(slices.Max(lengths), window)
 	sess, err := e.NewSession(span, longest)
 	if err != nil {
-		return timing{}, fmt.Errorf("%w: %w", ErrMeasure, err)
+		return Timing{}, fmt.Errorf("%w: %w", ErrMeasure, err)
 	}
 	defer sess.Close()
 	d := info.DModel
@@ -241,7 +241,7 @@ func measure(ctx context.Context, e blocks.Engine) (timing, error) {
 	history := window - 1
 	if history > 0 {
 		if _, err := forward(0, history); err != nil {
-			return timing{}, fmt.Errorf("%w: %w", ErrMeasure, err)
+			return Timing{}, fmt.Errorf("%w: %w", ErrMeasure, err)
 		}
 	}
 	var positions []int
@@ -255,12 +255,12 @@ func measure(ctx context.Context, e blocks.Engine) (timing, error) {
 	for _, p := range positions {
 		if p > next {
 			if _, err := forward(next, p-next); err != nil {
-				return timing{}, fmt.Errorf("%w: %w", ErrMeasure, err)
+				return Timing{}, fmt.Errorf("%w: %w", ErrMeasure, err)
 			}
 		}
 		s, err := forward(p, 1)
 		if err != nil {
-			return timing{}, fmt.Errorf("%w: %w", ErrMeasure, err)
+			return Timing{}, fmt.Errorf("%w: %w", ErrMeasure, err)
 		}
 		dec = append(dec, s)
 		next = p + 1
@@ -275,7 +275,7 @@ func measure(ctx context.Context, e blocks.Engine) (timing, error) {
 		reps := make([]float64, prefillReps)
 		for r := range reps {
 			if reps[r], err = forward(0, l); err != nil {
-				return timing{}, fmt.Errorf("%w: %w", ErrMeasure, err)
+				return Timing{}, fmt.Errorf("%w: %w", ErrMeasure, err)
 			}
 		}
 		xs[i], ys[i] = float64(l), median(reps)/m
@@ -286,9 +286,9 @@ func measure(ctx context.Context, e blocks.Engine) (timing, error) {
 	}
 	byBatch, err := measureBatches(ctx, batchEngine(e), input[:d])
 	if err != nil {
-		return timing{}, fmt.Errorf("%w: %w", ErrMeasure, err)
+		return Timing{}, fmt.Errorf("%w: %w", ErrMeasure, err)
 	}
-	return timing{Tau: tau, TauI: fit, TauBatch: byBatch, Detail: api.Measurement{
+	return Timing{Tau: tau, TauI: fit, TauBatch: byBatch, Detail: api.Measurement{
 		DecodeSteps: len(dec), DecodePositions: positions, PrefillLengths: lengths, PrefillSeconds: ys,
 		Hardware: hardware(), MeasuredAt: time.Now().UTC().Format(time.RFC3339),
 	}}, nil
@@ -321,7 +321,7 @@ func median(xs []float64) float64 {
 // loadOrMeasure returns the cached timing for key or measures the engine
 // and caches the result. Cache trouble is reported through warn and never
 // fails the start.
-func loadOrMeasure(ctx context.Context, e blocks.Engine, dir string, key measureKey, remeasure bool, warn func(msg string, err error)) (timing, error) {
+func loadOrMeasure(ctx context.Context, e blocks.Engine, dir string, key measureKey, remeasure bool, warn func(msg string, err error)) (Timing, error) {
 	if dir != "" && !remeasure {
 		if t, ok := loadTiming(dir, key); ok {
 			t.Detail.Cached = true
@@ -330,7 +330,7 @@ func loadOrMeasure(ctx context.Context, e blocks.Engine, dir string, key measure
 	}
 	t, err := measure(ctx, e)
 	if err != nil {
-		return timing{}, err
+		return Timing{}, err
 	}
 	if dir != "" {
 		if err := storeTiming(dir, key, t); err != nil {

@@ -62,7 +62,7 @@ func TestMeasureKeyChanges(t *testing.T) {
 	require.NotEqual(t, file(base), file(other))
 	require.Equal(t, file(base), file(base))
 
-	want := timing{Tau: 1e-5, TauI: swarm.PrefillFit{Intercept: 1e-4, Slope: 2e-6}}
+	want := Timing{Tau: 1e-5, TauI: swarm.PrefillFit{Intercept: 1e-4, Slope: 2e-6}}
 	require.NoError(t, storeTiming(dir, base, want))
 	got, ok := loadTiming(dir, base)
 	require.True(t, ok)

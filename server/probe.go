@@ -65,7 +65,7 @@ func MeasureSpan(ctx context.Context, cfg Config, logger *slog.Logger) (Probe, e
 
 // measureCached returns the engine's timing from the measurement cache of
 // cfg, or measures and caches it, and logs the result.
-func measureCached(ctx context.Context, cfg Config, engine blocks.Engine, log *slog.Logger) (timing, error) {
+func measureCached(ctx context.Context, cfg Config, engine blocks.Engine, log *slog.Logger) (Timing, error) {
 	dir := cfg.MeasureCacheDir
 	if dir == "" {
 		var err error
@@ -81,7 +81,7 @@ func measureCached(ctx context.Context, cfg Config, engine blocks.Engine, log *s
 	}
 	t, err := loadOrMeasure(ctx, engine, dir, key, cfg.Remeasure, func(msg string, err error) { log.Warn(msg, "dir", dir, "err", err) })
 	if err != nil {
-		return timing{}, err
+		return Timing{}, err
 	}
 	log.Info("measured span", "span", engine.Span().String(), "tau", t.Tau, "tauI_intercept", t.TauI.Intercept,
 		"tauI_slope", t.TauI.Slope, "cached", t.Detail.Cached, "hardware", t.Detail.Hardware)

@@ -35,7 +35,7 @@ type Server struct {
 	maxLength  int // longest session accepted: the model's context
 	memory     int64
 	adm        *admission.Controller
-	timing     timing
+	timing     Timing
 	steps      *stepper                     // the step loop all sessions compute through
 	metrics    atomic.Pointer[Metrics]      // SetMetrics; nil: not reported
 	fallback   atomic.Pointer[http.Handler] // SetFallback; nil: 404
@@ -122,8 +122,11 @@ func newServer(ctx context.Context, cfg Config, log *slog.Logger, engine blocks.
 	if err != nil {
 		return nil, fmt.Errorf("%w: --device: %w", ErrBadConfig, err)
 	}
-	t, err := measureCached(ctx, cfg, engine, log)
-	if err != nil {
+	var t Timing
+	if cfg.Timing != nil {
+		t = *cfg.Timing
+		log.Info("adopted the measurement of the previous span", "span", cfg.Blocks.String(), "tau", t.Tau)
+	} else if t, err = measureCached(ctx, cfg, engine, log); err != nil {
 		return nil, err
 	}
 	s := &Server{
@@ -146,6 +149,9 @@ func newServer(ctx context.Context, cfg Config, log *slog.Logger, engine blocks.
 
 // ModelInfo describes the model the hosted span belongs to.
 func (s *Server) ModelInfo() swarm.ModelInfo { return s.info }
+
+// Timing returns the server's measurement (its own, or Config.Timing).
+func (s *Server) Timing() Timing { return s.timing }
 
 // Tau returns the measured decode time per block per token tau_j, in
 // seconds, and the prefill fit tauI_j(l) (paper 003 Sec. 2.2).

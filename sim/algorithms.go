@@ -69,6 +69,10 @@ var algorithms = []Algorithm{
 		Doc: "ablation: PETALS placement + the myopic optimum of (21) for routing"},
 	{Name: "live", Placement: "cgbp-live", Routing: "wsrr", Admission: AdmitWait, Extra: true,
 		Doc: "live swarm: servers join in random order, each placed by incremental CG-BP (--blocks auto), never moved; WS-RR routing"},
+	{Name: "refined", Placement: "refined", Routing: "wsrr", Admission: AdmitWait, Extra: true,
+		Doc: "CG-BP improved by local search over spans and R (placement.Refined), WS-RR routing"},
+	{Name: "refined-fp", Placement: "refined", Routing: "wsrr", Admission: AdmitWait, Extra: true,
+		Doc: "refined with a fixed-point R: the session time behind R recomputed at the chosen R until R is stable (placement.FixedPointR)"},
 	{Name: "live-replan", Placement: "cgbp-replan", Routing: "wsrr", Admission: AdmitWait, Extra: true,
 		Doc: "live, then one make-before-break replanning towards CG-BP (placement.Replan, min gain 2%); reports the weight bytes moved"},
 }
@@ -112,10 +116,17 @@ func LookupAlgorithm(name string) (Algorithm, error) {
 // usesR reports whether the placement needs the design parameter R.
 func (a Algorithm) usesR() bool {
 	switch a.Placement {
-	case "cgbp", "opt-number", "opt-order", "cgbp-live", "cgbp-replan":
+	case "cgbp", "opt-number", "opt-order", "cgbp-live", "cgbp-replan", "refined":
 		return true
 	}
 	return false
+}
+
+// petalsClient reports whether the algorithm's servers are placed by
+// PETALS' own placement (petals, opt-order, opt-rr): their sessions are
+// PETALS client sessions, which reserve PetalsConfig.SessionTokens.
+func (a Algorithm) petalsClient() bool {
+	return a.Placement == "petals" || a.Placement == "opt-order"
 }
 
 // place runs the algorithm's placement. For "cgbp-replan" it also returns
@@ -173,4 +184,48 @@ func (a Algorithm) Router(p PetalsConfig) (RouteFunc, error) {
 		}, nil
 	}
 	return nil, fmt.Errorf("%w: algorithm %s: unknown routing %q (want wsrr, opt-rr or petals)", ErrBadConfig, a.Name, a.Routing)
+}
+
+// Placement processes of the proposed algorithm (--placement): how the
+// CG-BP spans come about.
+const (
+	// ProcessBatch: CG-BP over the whole fleet at once, servers in the
+	// global order of Alg. 2 (placement "cgbp"; the paper).
+	ProcessBatch = "batch"
+	// ProcessIncremental: servers join one at a time in random order, each
+	// placed by incremental CG-BP, never moved (placement "cgbp-live", what
+	// `serve --blocks auto` does today).
+	ProcessIncremental = "incremental"
+	// ProcessLive: incremental, then the live planner's make-before-break
+	// replanning (placement.LiveReplan, placement "cgbp-replan"); the
+	// weight bytes it moves are reported (Result.MovedBytes).
+	ProcessLive = "live"
+)
+
+// PlacementProcesses lists the --placement values.
+func PlacementProcesses() []string { return []string{ProcessBatch, ProcessIncremental, ProcessLive} }
+
+// WithPlacementProcess returns algs with the proposed algorithm's
+// placement replaced by the given process (the same placement/ code as the
+// live swarm); the others are unchanged. Errors wrap ErrBadConfig for an
+// unknown process.
+func WithPlacementProcess(algs []Algorithm, process string) ([]Algorithm, error) {
+	var p string
+	switch process {
+	case ProcessBatch, "":
+		p = "cgbp"
+	case ProcessIncremental:
+		p = "cgbp-live"
+	case ProcessLive:
+		p = "cgbp-replan"
+	default:
+		return nil, fmt.Errorf("%w: placement process %q, want %s", ErrBadConfig, process, strings.Join(PlacementProcesses(), ", "))
+	}
+	out := append([]Algorithm(nil), algs...)
+	for i := range out {
+		if out[i].Name == "proposed" {
+			out[i].Placement = p
+		}
+	}
+	return out, nil
 }

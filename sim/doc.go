@@ -10,9 +10,13 @@
 //
 // once started, and holds s_c k_j bytes of attention cache on server j
 // from admission to completion (2). Sessions arrive as a Poisson process;
-// the only interaction between them is the cache memory of the servers,
-// which makes later sessions wait (WS-RR's wait estimate, eq. 20) or retry
-// with exponential back-off (PETALS).
+// they interact through the cache memory of the servers, which makes later
+// sessions wait (WS-RR's wait estimate, eq. 20) or retry with exponential
+// back-off (PETALS), and, unless Fleet.ServerModel is ServerIndependent
+// (the paper's assumption), through the servers' compute: a serial server
+// steps one session at a time, a batched one all at once at
+// swarm.BatchFactor's price, and the decode tokens of every running session
+// slow down or speed up as sessions start and end.
 //
 // The default model is mechanism-only: eq. (1), cache memory, waiting
 // and PETALS' retries. The authors' simulator also adds unexplained

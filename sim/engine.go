@@ -24,7 +24,8 @@ var ErrInvariant = errors.New("sim: invariant violated")
 type eventKind uint8
 
 const (
-	evEnd eventKind = iota
+	evEnd    eventKind = iota
+	evSwitch           // the replanned placement takes over (--move-bandwidth)
 	evStart
 	evAttempt
 	evArrival
@@ -77,8 +78,14 @@ type session struct {
 	end     float64
 	setup   float64 // calibration constants between start and prefill (0 without)
 	prefill float64 // sum_j (tI_cj + k_j tauI_j): the first token once started
-	decode  float64 // sum_j (t_cj + k_j tau_j): each later token
+	decode  float64 // sum_j (t_cj + k_j tau_j): each later token, alone
+	// Under a shared server model (serial, batched) the decode tokens
+	// progress at a rate that changes as sessions start and end:
+	left    float64 // decode tokens still to produce at time last
+	last    float64 // when left was last updated (>= the first token)
+	cur     float64 // current time per decode token
 	chain   []hop
+	slots   []int // the cache slots of the plan the chain was routed on
 	retries int
 	started bool
 	done    bool
@@ -99,6 +106,13 @@ type engine struct {
 	ping   [][]float64      // RTTs among active servers (PETALS routing)
 	holds  [][]hold         // per fleet server: caches held or reserved
 	used   []int            // per fleet server: caches of started sessions
+
+	// next, when not nil, is the plan new sessions use from switchAt on
+	// (a live replanning that takes time to load its weights); switched
+	// is set once it has.
+	next     *placement.Plan
+	switchAt float64
+	switched bool
 
 	sessions []session
 	queue    eventQueue
@@ -125,6 +139,17 @@ func newEngine(f *Fleet, w Workload, alg Algorithm, plan placement.Plan, clock f
 		holds: make([][]hold, len(f.Servers)),
 		used:  make([]int, len(f.Servers)),
 	}
+	e.setPlan(plan)
+	return e, nil
+}
+
+// setPlan makes plan the placement new sessions are routed on: the
+// routing snapshot of its active servers (and their pings for PETALS
+// routing). Sessions already routed keep their chains.
+func (e *engine) setPlan(plan placement.Plan) {
+	f, w, alg := e.fleet, e.work, e.alg
+	e.plan = plan
+	e.active, e.snap, e.ping = nil, nil, nil
 	lI := w.InputTokens
 	for j, s := range f.Servers {
 		if plan.Spans[j].Empty() {
@@ -155,7 +180,6 @@ func newEngine(f *Fleet, w Workload, alg Algorithm, plan placement.Plan, clock f
 			}
 		}
 	}
-	return e, nil
 }
 
 func (e *engine) push(t float64, kind eventKind, s int) {
@@ -169,6 +193,9 @@ func (e *engine) run(arrivals []float64) error {
 	for i, t := range arrivals {
 		e.sessions[i].arrival = t
 		e.push(t, evArrival, i)
+	}
+	if e.next != nil {
+		e.push(e.switchAt, evSwitch, -1)
 	}
 	for e.queue.Len() > 0 {
 		ev := heap.Pop(&e.queue).(event)
@@ -187,7 +214,15 @@ func (e *engine) run(arrivals []float64) error {
 			err = e.attempt(ev.session)
 		case evStart:
 			err = e.start(ev.session)
+		case evSwitch:
+			e.setPlan(*e.next)
+			e.switched = true
 		case evEnd:
+			if s := &e.sessions[ev.session]; !s.started || s.done || ev.t != s.end {
+				// Superseded: the session's end moved (shared server
+				// model), or its start was postponed past the booked end.
+				continue
+			}
 			e.finish(ev.session)
 		}
 		if err != nil {
@@ -208,7 +243,10 @@ func (e *engine) routeNow() ([]hop, error) {
 		servers[a].Sessions = loads
 		servers[a].AsOf = e.now
 	}
-	req := routing.Request{Blocks: e.fleet.Model.Blocks, MaxLength: e.work.OutputTokens, Now: e.now, Prefill: true}
+	// Eq. (8) by default (paper 003 and its simulator); eq. (4) with
+	// LinkDecode, as the live client routes.
+	req := routing.Request{Blocks: e.fleet.Model.Blocks, MaxLength: e.work.OutputTokens, Now: e.now,
+		Prefill: e.fleet.LinkCost == LinkAllTokens}
 	var t0 time.Time
 	if e.clock != nil {
 		t0 = e.clock()
@@ -267,6 +305,7 @@ func (e *engine) times(c []hop) (prefill, decode float64) {
 func (e *engine) admit(i int, c []hop, start float64) {
 	s := &e.sessions[i]
 	s.chain = c
+	s.slots = e.plan.CacheSlots
 	s.start = start
 	s.setup = e.setup
 	s.prefill, s.decode = e.times(c)
@@ -343,14 +382,37 @@ func (e *engine) roomAt(j, need int) (float64, bool) {
 // over-committed (eq. 2 with the plan's cache slots).
 func (e *engine) start(i int) error {
 	s := &e.sessions[i]
+	if e.shared() || e.switched {
+		if t, ok := e.blockedUntil(s.chain, s.slots); ok {
+			// Shared server models move ends later than booked, and a
+			// switch to a replanned placement may leave a server fewer
+			// cache slots than its sessions from before hold: the caches
+			// this session reserved are not free yet. Try again at the
+			// next end of a running session on a full server.
+			e.push(t, evStart, i)
+			return nil
+		}
+	}
 	for _, h := range s.chain {
 		e.used[h.server] += h.blocks
-		if e.used[h.server] > e.plan.CacheSlots[h.server] {
+		if e.used[h.server] > s.slots[h.server] {
 			return fmt.Errorf("%w: %s holds %d caches at a session start, capacity %d",
-				ErrInvariant, e.fleet.Servers[h.server].Name, e.used[h.server], e.plan.CacheSlots[h.server])
+				ErrInvariant, e.fleet.Servers[h.server].Name, e.used[h.server], s.slots[h.server])
 		}
 	}
 	s.started = true
+	if e.shared() {
+		s.start = e.now
+		s.last = e.now + s.setup + s.prefill
+		s.left = float64(e.work.OutputTokens - 1)
+		e.restep()
+	} else if e.now != s.start {
+		// Postponed past its booking (a replanned placement took over):
+		// eq. (1) from the actual start.
+		s.start = e.now
+		s.end = s.start + s.setup + s.prefill + float64(e.work.OutputTokens-1)*s.decode
+		e.push(s.end, evEnd, i)
+	}
 	return nil
 }
 
@@ -395,4 +457,72 @@ func (e *engine) finish(i int) {
 	}
 	s.done = true
 	e.conc--
+	if e.shared() {
+		e.restep()
+	}
+}
+
+// shared reports whether concurrent sessions slow each other's tokens
+// (ServerSerial, ServerBatched).
+func (e *engine) shared() bool { return e.fleet.ServerModel != ServerIndependent }
+
+// blockedUntil returns, when some server of chain c lacks the cache room
+// for it among the started sessions (slots: the plan the chain was routed
+// on), the earliest end of a started session on such a server; false when
+// every server has room. A chain routed on a plan always fits once the
+// started sessions end, so the time is finite.
+func (e *engine) blockedUntil(c []hop, slots []int) (float64, bool) {
+	t, blocked := math.Inf(1), false
+	for _, h := range c {
+		if e.used[h.server]+h.blocks <= slots[h.server] {
+			continue
+		}
+		blocked = true
+		for _, x := range e.holds[h.server] {
+			if r := &e.sessions[x.session]; r.started && !r.done {
+				t = min(t, r.end)
+			}
+		}
+	}
+	return max(t, e.now), blocked
+}
+
+// restep brings every running session's decode progress up to now and
+// recomputes its time per token and end under the server model, after a
+// session started or ended: the compute term of server j is
+// k_j tau_j * Fleet.stepFactor for the sessions running on j now
+// (started, not done; a session counts from its start, prefill included).
+// The first token is not slowed. Changed ends are pushed as new events;
+// the old ones are skipped.
+func (e *engine) restep() {
+	load := make([]int, len(e.fleet.Servers))
+	n := make([]int, len(e.fleet.Servers))
+	for j, hs := range e.holds {
+		for _, h := range hs {
+			if r := &e.sessions[h.session]; r.started && !r.done {
+				load[j] += h.caches
+				n[j]++
+			}
+		}
+	}
+	for i := range e.sessions {
+		s := &e.sessions[i]
+		if !s.started || s.done {
+			continue
+		}
+		if e.now > s.last {
+			s.left = max(0, s.left-(e.now-s.last)/s.cur)
+			s.last = e.now
+		}
+		cur := 0.0
+		for _, h := range s.chain {
+			hw := e.fleet.Servers[h.server].Hardware
+			cur += e.fleet.TokenRTT(h.server) + float64(h.blocks)*hw.Tau*e.fleet.stepFactor(h.server, h.blocks, load[h.server], n[h.server])
+		}
+		s.cur = cur
+		if end := s.last + s.left*cur; end != s.end {
+			s.end = end
+			e.push(end, evEnd, i)
+		}
+	}
 }

@@ -85,7 +85,7 @@ func tinyEngine(t *testing.T, alg string, mutate func(*Fleet)) *engine {
 	}
 	a, err := LookupAlgorithm(alg)
 	require.NoError(t, err)
-	in := f.placementInput(tinyWork, 1, nil)
+	in := f.placementInput(tinyWork, 1, nil, nil)
 	plan, _, err := a.place(in)
 	require.NoError(t, err)
 	require.Equal(t, []swarm.Span{{Start: 0, End: 2}, {Start: 2, End: 4}}, plan.Spans)

@@ -40,6 +40,19 @@ type Fleet struct {
 	// Calibration adds the authors' unexplained per-session constants
 	// (MATLABCalibration); the zero value adds nothing.
 	Calibration Calibration `json:"calibration"`
+	// ServerModel is how servers step concurrent sessions; the zero value
+	// is the paper's ServerIndependent.
+	ServerModel ServerModel `json:"server_model"`
+	// LinkCost is the WS-RR / opt-rr hop cost; the zero value is the
+	// paper's all-tokens (8). PETALS routing has its own cost.
+	LinkCost LinkCost `json:"link_cost"`
+	// MoveBandwidth is how fast a server loads the weights of a replanning
+	// move, bytes per second (the live placement process, "cgbp-replan"):
+	// the migration takes the sum over its steps of the step's slowest
+	// move, LoadBytes / MoveBandwidth, and sessions arriving before it ends
+	// are routed on the incremental placement. 0: the replanned placement
+	// serves from t = 0.
+	MoveBandwidth float64 `json:"move_bandwidth,omitempty"`
 }
 
 // Validate checks the fleet; errors wrap ErrBadConfig and name the field.
@@ -67,6 +80,14 @@ func (f *Fleet) Validate() error {
 		return bad("petals cache tokens %d and reserve %d bytes, want >= 1 and >= 0", f.Petals.CacheTokens, f.Petals.ReservedBytes)
 	case !ok(f.Petals.HopOverhead) || !ok(f.Petals.AllocPenalty):
 		return bad("petals hop overhead %g s and alloc penalty %g s, want finite seconds >= 0", f.Petals.HopOverhead, f.Petals.AllocPenalty)
+	case !ok(f.MoveBandwidth):
+		return bad("move bandwidth %g bytes/s, want finite >= 0 (0: instantaneous)", f.MoveBandwidth)
+	case f.Petals.SessionTokens < 0:
+		return bad("petals session tokens %d, want >= 0 (0: lI + l_max)", f.Petals.SessionTokens)
+	case f.ServerModel > ServerBatched:
+		return bad("server model %d, want independent, serial or batched", f.ServerModel)
+	case f.LinkCost > LinkDecode:
+		return bad("link cost %d, want eq8 or eq4", f.LinkCost)
 	case !(f.Petals.MinBackoff > 0) || !(f.Petals.MaxBackoff >= f.Petals.MinBackoff) || math.IsInf(f.Petals.MaxBackoff, 0):
 		return bad("petals back-off %g s .. %g s, want 0 < min <= max, finite", f.Petals.MinBackoff, f.Petals.MaxBackoff)
 	}
@@ -106,8 +127,10 @@ func (f *Fleet) TokenRTT(j int) float64 { return f.ClientRTT[j] + f.Overheads.Pe
 func (f *Fleet) InputRTT(j, lI int) float64 { return f.ClientRTT[j] + f.Overheads.Prefill.At(lI) }
 
 // placementInput is the snapshot handed to placement/ for sessions of the
-// workload's lengths, target R and PETALS arrival order.
-func (f *Fleet) placementInput(w Workload, r int, order []int) placement.Input {
+// workload's lengths, target R and PETALS arrival order, for algorithm alg
+// (nil: any; a PETALS-placed one counts cache slots in sessions of
+// Petals.SessionTokens when set).
+func (f *Fleet) placementInput(w Workload, r int, order []int, alg *Algorithm) placement.Input {
 	in := placement.Input{
 		Model: placement.Model{
 			Blocks:     f.Model.Blocks,
@@ -123,6 +146,12 @@ func (f *Fleet) placementInput(w Workload, r int, order []int) placement.Input {
 			ReservedBytes:      f.Petals.ReservedBytes,
 		},
 		Order: order,
+	}
+	if alg != nil && alg.petalsClient() && f.Petals.SessionTokens > 0 {
+		// A PETALS session reserves SessionTokens positions on each block:
+		// the servers' cache slots count sessions of that length.
+		in.Model.CacheBytes = f.Model.CacheBytes(0, f.Petals.SessionTokens)
+		in.Model.BlockCacheBytes = f.Model.BlockCacheBytes(0, f.Petals.SessionTokens)
 	}
 	for j, s := range f.Servers {
 		h := s.Hardware

@@ -154,7 +154,7 @@ func TestPetalsIdleChainOverJoinOrders(t *testing.T) {
 							mig++
 						}
 					}
-					plan, _, err := petals.place(f.placementInput(tt.work, 1, order))
+					plan, _, err := petals.place(f.placementInput(tt.work, 1, order, &petals))
 					require.NoError(t, err)
 					require.Equal(t, tt.a100, plan.Spans[0].Len())
 					e, err := newEngine(f, tt.work, petals, plan, nil)

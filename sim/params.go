@@ -87,6 +87,11 @@ type Hardware struct {
 	// per second) that its placement heuristic ranks blocks by.
 	ForwardRPS float64 `json:"forward_rps"`
 	NetworkRPS float64 `json:"network_rps"`
+	// TauBatch is the decode time per block of one batched step by batch
+	// size (swarm.ServerInfo.TauBatch), used by ServerBatched only; nil
+	// means a batch of any size takes as long as one step
+	// (swarm.BatchFactor = 1).
+	TauBatch []swarm.BatchTau `json:"tau_batch,omitempty"`
 }
 
 // A100 returns the high-performance server of paper 003 (an A100 80 GB
@@ -165,6 +170,13 @@ type PetalsConfig struct {
 	// (n+1)-th attempt (petals.client: 1 s .. 60 s).
 	MinBackoff float64 `json:"min_backoff"`
 	MaxBackoff float64 `json:"max_backoff"`
+	// SessionTokens is the attention-cache length, in tokens, that a PETALS
+	// client session reserves on every block it uses (its max_length); 0
+	// reserves exactly lI + l_max, as the paper's model does. The servers'
+	// cache slots of the PETALS placements (petals, opt-order and opt-rr)
+	// are counted in sessions of this length, so a larger value admits
+	// fewer concurrent PETALS sessions (issue 16: 512 instead of 148).
+	SessionTokens int `json:"session_tokens,omitempty"`
 }
 
 // DefaultPetalsConfig returns PETALS' defaults: 4096 cache tokens per block,

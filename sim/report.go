@@ -13,23 +13,25 @@ import (
 // over all tokens, for the first token (waiting included), per remaining
 // token, mean waiting, the largest number of concurrent sessions, R, hops
 // per chain, retries per session, blocks per server by kind and the wall
-// time of placement + routing per run. When both "proposed" and "petals"
-// are present it adds their per-token ratio. Failed runs are listed under
+// time of placement + routing per run, with the 95% confidence half-width
+// of the per-token mean. When both "proposed" and "petals" are present it
+// adds their ratios and the gain's decomposition (Decompose) for
+// sessions of outputTokens = l_max tokens. Failed runs are listed under
 // the table.
-func WriteTable(w io.Writer, results []Result) error {
+func WriteTable(w io.Writer, results []Result, outputTokens int) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "algorithm\tper-token (s)\tfirst token (s)\tremaining (s)\twaiting (s)\tmax conc.\tR\thops\tretries\tblocks/server\truntime (ms)\truns\t")
+	fmt.Fprintln(tw, "algorithm\tper-token (s)\t± 95%\tfirst token (s)\tremaining (s)\twaiting (s)\tmax conc.\tR\thops\tretries\tblocks/server\truntime (ms)\truns\t")
 	for _, r := range results {
 		if r.Runs == 0 {
-			fmt.Fprintf(tw, "%s\t-\t-\t-\t-\t-\t-\t-\t-\t-\t-\t0\t\n", r.Algorithm)
+			fmt.Fprintf(tw, "%s\t-\t-\t-\t-\t-\t-\t-\t-\t-\t-\t-\t0\t\n", r.Algorithm)
 			continue
 		}
 		rs := "-"
 		if r.R > 0 {
 			rs = fmt.Sprintf("%.1f", r.R)
 		}
-		fmt.Fprintf(tw, "%s\t%.3f\t%.2f\t%.3f\t%.2f\t%.1f\t%s\t%.2f\t%.2f\t%s\t%.2f\t%d\t\n",
-			r.Algorithm, r.PerToken, r.FirstToken, r.RemainingToken, r.Waiting, r.MaxConcurrency,
+		fmt.Fprintf(tw, "%s\t%.3f\t%.3f\t%.2f\t%.3f\t%.2f\t%.1f\t%s\t%.2f\t%.2f\t%s\t%.2f\t%d\t\n",
+			r.Algorithm, r.PerToken, r.PerTokenCI, r.FirstToken, r.RemainingToken, r.Waiting, r.MaxConcurrency,
 			rs, r.Hops, r.Retries, blocksText(r.Blocks), r.Runtime*1e3, r.Runs)
 	}
 	if err := tw.Flush(); err != nil {
@@ -39,11 +41,18 @@ func WriteTable(w io.Writer, results []Result) error {
 		if r.Algorithm == "proposed" && r.Runs > 0 && r.UpperBound > 0 {
 			fmt.Fprintf(w, "proposed: decode per-token bounds for R concurrent sessions: lower (B.8) %.3f s, upper (17) %.3f s; achieved remaining-token time %.3f s\n",
 				r.LowerBound, r.UpperBound, r.RemainingToken)
+			if r.SessionBound > 0 {
+				fmt.Fprintf(w, "proposed: exact single-session lower bound (full RTT per hop, any placement) %.3f s\n", r.SessionBound)
+			}
 		}
 	}
 	for _, r := range results {
 		if r.Runs > 0 && r.MovedBytes > 0 {
 			fmt.Fprintf(w, "%s: replanning loads %.2f GB of weights in %.1f steps per run (mean)\n", r.Algorithm, r.MovedBytes/1e9, r.MoveSteps)
+		}
+		if r.Runs > 0 && r.MoveTime > 0 {
+			fmt.Fprintf(w, "%s: the moves take %.1f s (mean); per-token %.3f s for sessions arriving before, %.3f s after\n",
+				r.Algorithm, r.MoveTime, r.PerTokenBeforeMove, r.PerTokenAfterMove)
 		}
 	}
 	if p, q, ok := pair(results, "proposed", "live-replan"); ok {
@@ -52,6 +61,10 @@ func WriteTable(w io.Writer, results []Result) error {
 	if p, q, ok := pair(results, "proposed", "petals"); ok {
 		fmt.Fprintf(w, "proposed / petals: per-token %.3f, first token %.3f, remaining %.3f\n",
 			p.PerToken/q.PerToken, p.FirstToken/q.FirstToken, p.RemainingToken/q.RemainingToken)
+		if d, ok := Decompose(p, q, outputTokens); ok {
+			fmt.Fprintf(w, "gain of proposed over petals: %.3f s per token, %.0f%% from the first token, %.0f%% from the remaining tokens\n",
+				d.Gain, 100*d.FirstShare, 100*d.RemainingShare)
+		}
 	}
 	for _, r := range results {
 		if len(r.Errors) > 0 {
@@ -98,4 +111,37 @@ func blocksText(b map[string]float64) string {
 		parts[i] = fmt.Sprintf("%s %.1f", k, b[k])
 	}
 	return strings.Join(parts, ", ")
+}
+
+// Decomposition splits the per-token gain of one algorithm over another
+// into its first-token and remaining-token parts. A session's time per
+// token is (first token + (l_max - 1) * remaining) / l_max, so
+//
+//	gain = (FT_b - FT_a) / l_max + (l_max - 1) (RT_b - RT_a) / l_max
+//
+// and FirstShare + RemainingShare = 1 (either may be negative when that
+// part goes the other way).
+type Decomposition struct {
+	// Gain is PerToken_b - PerToken_a in seconds per token.
+	Gain float64 `json:"gain"`
+	// FirstShare and RemainingShare are the fractions of Gain from the
+	// first-token and the remaining-token times.
+	FirstShare     float64 `json:"first_token_share"`
+	RemainingShare float64 `json:"remaining_token_share"`
+}
+
+// Decompose returns the decomposition of the gain of a over b for sessions
+// of outputTokens tokens; false when the gain is 0 or either failed.
+func Decompose(a, b Result, outputTokens int) (Decomposition, bool) {
+	if a.Runs == 0 || b.Runs == 0 || outputTokens < 1 {
+		return Decomposition{}, false
+	}
+	l := float64(outputTokens)
+	first := (b.FirstToken - a.FirstToken) / l
+	rest := (l - 1) * (b.RemainingToken - a.RemainingToken) / l
+	gain := first + rest
+	if gain == 0 {
+		return Decomposition{}, false
+	}
+	return Decomposition{Gain: gain, FirstShare: first / gain, RemainingShare: rest / gain}, true
 }

@@ -23,7 +23,7 @@ func TestSlidingWindowPlacementMemory(t *testing.T) {
 	f := tinyFleet(800)
 	f.Petals.CacheTokens = 200 // PETALS reserves a global block's s_c per block
 	f.Model.SlidingWindow, f.Model.SlidingPattern = 16, 2
-	in := f.placementInput(w, 1, nil)
+	in := f.placementInput(w, 1, nil, nil)
 	require.Equal(t, []int64{80, 200, 80, 200}, in.Model.BlockCacheBytes)
 	require.Equal(t, int64(200), in.Model.CacheBytes)
 	for j := range f.Servers {
@@ -37,7 +37,7 @@ func TestSlidingWindowPlacementMemory(t *testing.T) {
 	}
 
 	f.Model.SlidingWindow, f.Model.SlidingPattern = 0, 0
-	in = f.placementInput(w, 1, nil)
+	in = f.placementInput(w, 1, nil, nil)
 	require.Nil(t, in.Model.BlockCacheBytes)
 	for j := range f.Servers {
 		require.Equal(t, 2, placement.ConservativeBlocks(in, j))

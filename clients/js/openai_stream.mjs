@@ -2,8 +2,8 @@
 // ingress. It streams a completion and a chat completion (temperature 0,
 // max_tokens from MAX_TOKENS, default 200, from an empty prompt / one
 // empty user message), lists the models, retrieves one, and provokes a
-// 404 (an unknown model, created and retrieved) and a 400 (an unsupported
-// response_format), then prints
+// 404 (an unknown model, created and retrieved) and a 400 (a json_schema
+// with a keyword the constraint does not implement), then prints
 // one JSON object with what it received; the Go test
 // (cmd/swarm/proxy_e2e_test.go) asserts on it.
 //
@@ -74,7 +74,7 @@ async function caught(call) {
 }
 out.retrieveError = await caught(() => client.models.retrieve("no-such-model"));
 out.formatError = await caught(() => client.chat.completions.create({
-  model, messages: [{role: "user", content: ""}], max_tokens: 1, response_format: {type: "json_schema", json_schema: {name: "x", schema: {type: "object"}}},
+  model, messages: [{role: "user", content: ""}], max_tokens: 1, response_format: {type: "json_schema", json_schema: {name: "x", schema: {type: "string", format: "date"}}},
 }));
 
 for (const k of ["completion", "chat"]) {

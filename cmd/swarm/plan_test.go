@@ -90,6 +90,16 @@ func TestPlanClusteredCGBP(t *testing.T) {
 	require.InDelta(t, 2*(rttFar+41*tauA100)-12*tauA100, *pj.UpperBound, 1e-12)
 	require.NotNil(t, pj.LowerBound)
 	require.Less(t, *pj.LowerBound, *pj.UpperBound)
+	// Exact single-session bound (m̄ = floor(86.13e9 / (s_m + s_c)) = 64 per
+	// A100, min(6, 4) = 4 per MIG): c0 and c1 cross both A100s,
+	// 2 rtt + 70 tau_A100; c2, near the MIGs, does better with 64 blocks on
+	// an A100 and 6 on two MIGs: 0.1 + 64 tau_A100 + 2*0.005 + 6 tau_MIG.
+	// R = 89 splits 30/30/29.
+	const tauMIG = 0.0162488
+	c2 := rttFar + 64*tauA100 + 2*rttNear + 6*tauMIG
+	require.NotNil(t, pj.SessionBound)
+	require.InDelta(t, (30*(2*rttFar+70*tauA100)+30*(2*rttNear+70*tauA100)+29*c2)/89, *pj.SessionBound, 1e-12)
+	require.Greater(t, *pj.SessionBound, *pj.LowerBound)
 
 	wantChain := []fleet.NamedSpan{{Name: "a100-1", Start: 0, End: 41}, {Name: "a100-2", Start: 41, End: 70}}
 	for client, rtt := range map[string]float64{"c0": rttFar, "c1": rttNear, "c2": rttFar} {
@@ -147,8 +157,8 @@ func TestPlanHelpExplainsFlags(t *testing.T) {
 	require.NoError(t, root.Execute())
 	help := out.String()
 	for _, want := range []string{
-		"--config", "--algorithm", "--json", "--target-sessions", "--max-length",
-		"cgbp", "petals", "optimal", "opt-order", "opt-number",
+		"--config", "--algorithm", "--json", "--target-sessions", "--max-length", "--compare-random", "--seed",
+		"cgbp", "petals", "optimal", "refined", "opt-order", "opt-number",
 		`"model"`, `"blocks"`, `"block_bytes"`, `"cache_bytes_per_block"`, `"target_sessions"`,
 		`"arrival_rate"`, `"session_time"`, `"clients"`, `"servers"`, `"memory_bytes"`, `"tau"`, `"rtt"`,
 		`"max_blocks"`, `"petals"`, "0-based and half-open",

@@ -167,7 +167,8 @@ func loadIngressModel(ctx context.Context, errOut io.Writer, path, tokenizerPath
 	return m, err
 }
 
-// newProxyHandler mounts the front ends and the state endpoints.
+// newProxyHandler mounts the front ends and the state endpoints; other
+// paths and methods are answered in OpenAI's error JSON.
 func newProxyHandler(gw *ingress.Gateway) (http.Handler, error) {
 	oa, err := openai.New(gw)
 	if err != nil {
@@ -185,7 +186,7 @@ func newProxyHandler(gw *ingress.Gateway) (http.Handler, error) {
 		w.Header().Set("Content-Type", "application/json")
 		_, _ = io.WriteString(w, `{"status":"ok"}`+"\n")
 	})
-	return mux, nil
+	return openai.JSONErrors(mux), nil // 404 and 405 in OpenAI's error JSON
 }
 
 // newGateway builds the gateway of the proxy flags; source is the registry

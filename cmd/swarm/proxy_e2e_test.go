@@ -187,7 +187,7 @@ func TestProxyOpenAINpm(t *testing.T) {
 	require.Equal(t, "stories260K", got.Retrieved.ID)
 	require.Equal(t, "model", got.Retrieved.Object)
 	require.Equal(t, npmError{Status: 404, Code: "model_not_found", Type: "invalid_request_error", Param: "model"}, got.RetrieveError)
-	require.Equal(t, npmError{Status: 400, Code: "unsupported_parameter", Type: "invalid_request_error", Param: "response_format"}, got.FormatError)
+	require.Equal(t, npmError{Status: 400, Code: "invalid_value", Type: "invalid_request_error", Param: "response_format.json_schema.schema"}, got.FormatError)
 }
 
 // npmError is the OpenAI error fields the npm client reports.

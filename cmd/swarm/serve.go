@@ -98,6 +98,7 @@ type serveOptions struct {
 	joinSettle     time.Duration
 	provider       string
 	planners       []string
+	rebalance      time.Duration
 	// swarm: the server joins the swarm (derived from the flags).
 	swarm bool
 	auto  bool
@@ -122,6 +123,9 @@ func newServeCmd() *cobra.Command {
 			}
 			if !f.Changed("join-settle") {
 				o.joinSettle = defaultJoinSettle(o.reg)
+			}
+			if !o.auto && !f.Changed("rebalance-interval") {
+				o.rebalance = 0 // a fixed --blocks span moves only when asked to
 			}
 			return runServe(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), cfg, o)
 		},
@@ -159,6 +163,9 @@ func newServeCmd() *cobra.Command {
 		"servers starting at the same moment see each other (default: max(2 heartbeats, --max-clock-skew + --anti-entropy-interval))")
 	f.StringSliceVar(&o.planners, "planners", nil, "node ids of the planner group (swarm planner): move this server as its committed plans say\n"+
 		"(make-before-break); a server whose own id is listed also runs a replica of the group")
+	f.DurationVar(&o.rebalance, "rebalance-interval", node.DefaultRebalanceInterval, "without --planners: how often (on average, jittered, and\n"+
+		"soon after registry changes) this server evaluates the swarm's CG-BP plan and takes its own move in it (decentralized\n"+
+		"rebalancing); applies to --blocks auto servers, and to fixed --blocks only when given; 0 = never move")
 	f.StringVar(&o.provider, "provider", "", "provider name to advertise in the registry (clients may allow only some providers)")
 	fr = addFullRangeFlags(f)
 	return cmd
@@ -301,6 +308,7 @@ func runSwarmServe(ctx context.Context, out io.Writer, logger *slog.Logger, cfg 
 	sc := node.ServerConfig{
 		Server: cfg, Auto: o.auto, Sessions: o.targetSessions, MaxLength: o.maxLength,
 		JoinSettle: o.joinSettle, Provider: o.provider, LoadRefresh: o.reg.HeartbeatInterval, Bootstrap: boot, Planners: planners,
+		Rebalance: node.RebalanceConfig{Interval: o.rebalance},
 	}
 	err = node.RunServer(ctx, n, reg, sc, logger, func(s node.Serving) error {
 		url := s.URL

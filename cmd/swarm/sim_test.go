@@ -131,6 +131,15 @@ func TestSimRejectsBadFlags(t *testing.T) {
 		{"sweep vary", []string{"sweep", "--vary", "weather"}, `--vary "weather"`},
 		{"sweep servers clustered", []string{"sweep", "--vary", "servers"}, "needs --scenario topology"},
 		{"sweep whole numbers", []string{"sweep", "--vary", "output-tokens", "--values", "64.5"}, "whole numbers"},
+		{"preset", []string{"--preset", "table6"}, `--preset "table6", want one of table4-clustered`},
+		{"preset needs topology", []string{"--preset", "table5-26"}, "--preset table5-26 needs --topology"},
+		{"figure preset is a sweep", []string{"--preset", "fig7", "--topology", abvt}, "use swarm sim sweep --preset fig7"},
+		{"server model", []string{"--server-model", "fifo"}, `server model "fifo"`},
+		{"batch growth", []string{"--batch-growth", "-1"}, "--batch-growth -1"},
+		{"link cost", []string{"--link-cost", "eq5"}, `link cost "eq5"`},
+		{"petals session tokens", []string{"--petals-session-tokens", "-5"}, "--petals-session-tokens -5"},
+		{"placement", []string{"--placement", "greedy"}, `placement process "greedy"`},
+		{"move bandwidth", []string{"--move-bandwidth", "-1"}, "--move-bandwidth -1"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			_, err := runSim(t, append([]string{"sim"}, tt.args...)...)
@@ -288,4 +297,199 @@ func TestSimCalibrationInTableAndSweep(t *testing.T) {
 	require.Equal(t, "matlab", sweep.Calibration)
 	require.Equal(t, 250.0, sweep.CalibrationConstants.AllocationDelay["petals"])
 	require.InDelta(t, 0.07, sweep.CalibrationConstants.InitialDelay, 1e-15)
+}
+
+type simReportV2 struct {
+	Schema string `json:"schema"`
+	Config struct {
+		Preset              string  `json:"preset"`
+		Scenario            string  `json:"scenario"`
+		TopologyName        string  `json:"topology_name"`
+		Servers             int     `json:"servers"`
+		Eta                 float64 `json:"eta"`
+		Requests            int     `json:"requests"`
+		InputTokens         int     `json:"input_tokens"`
+		ServerModel         string  `json:"server_model"`
+		LinkCost            string  `json:"link_cost"`
+		PetalsSessionTokens int     `json:"petals_session_tokens"`
+		Placement           string  `json:"placement"`
+	} `json:"config"`
+	Warnings      []string `json:"warnings"`
+	Decomposition *struct {
+		Gain           float64 `json:"gain"`
+		FirstShare     float64 `json:"first_token_share"`
+		RemainingShare float64 `json:"remaining_token_share"`
+	} `json:"decomposition"`
+	Results []struct {
+		Algorithm      string  `json:"algorithm"`
+		PerToken       float64 `json:"per_token"`
+		PerTokenCI     float64 `json:"per_token_ci95"`
+		FirstToken     float64 `json:"first_token"`
+		RemainingToken float64 `json:"remaining_token"`
+		MovedBytes     float64 `json:"moved_bytes"`
+		MoveTime       float64 `json:"move_time"`
+		Retries        float64 `json:"retries"`
+		Runs           int     `json:"runs"`
+	} `json:"results"`
+	Paper *struct {
+		Source string `json:"source"`
+	} `json:"paper"`
+	Comparisons []struct {
+		Source     string  `json:"source"`
+		Ratio      float64 `json:"ratio"`
+		FirstShare float64 `json:"first_token_share"`
+	} `json:"comparisons"`
+}
+
+func simJSON(t *testing.T, args ...string) simReportV2 {
+	t.Helper()
+	out, err := runSim(t, append([]string{"sim", "--json"}, args...)...)
+	require.NoError(t, err)
+	var got simReportV2
+	require.NoError(t, json.Unmarshal([]byte(out), &got), out)
+	require.Equal(t, "swarm-sim/2", got.Schema)
+	return got
+}
+
+// TestSimPreset: --preset table5-26 fills the paper's deployment (26
+// servers, 5 A100s, lI 20, 100 requests) and shows the paper's numbers;
+// an explicit --servers 60 keeps the preset's other values but warns and
+// hides them (issue 16: a 60-server run is not Table 5).
+func TestSimPreset(t *testing.T) {
+	gts := testenv.SharedFile(t, "topologies", "repetita", "2016TopologyZooUCL_unary", "GtsCe.graph")
+	base := []string{"--preset", "table5-26", "--topology", gts, "--runs", "2", "--algorithms", "proposed,petals"}
+	got := simJSON(t, base...)
+	require.Equal(t, "table5-26", got.Config.Preset)
+	require.Equal(t, "topology", got.Config.Scenario)
+	require.Equal(t, "GtsCe", got.Config.TopologyName)
+	require.Equal(t, 26, got.Config.Servers)
+	require.InDelta(t, 5.0/26, got.Config.Eta, 1e-12)
+	require.Equal(t, [2]int{100, 20}, [2]int{got.Config.Requests, got.Config.InputTokens})
+	require.Empty(t, got.Warnings)
+	require.NotNil(t, got.Paper)
+	require.Equal(t, "Tables 5, C.9, C.10", got.Paper.Source)
+	require.NotNil(t, got.Decomposition)
+	require.InDelta(t, 1, got.Decomposition.FirstShare+got.Decomposition.RemainingShare, 1e-9)
+	// Both calibrations next to the paper's: Table 5 GTS-CE at 0.1
+	// requests/s and l_max 128 is 0.95/4.69 (experiment), 0.91/3.47 (MATLAB).
+	require.Len(t, got.Comparisons, 4)
+	require.Equal(t, "ours, calibration none", got.Comparisons[0].Source)
+	require.Equal(t, "ours, calibration matlab", got.Comparisons[1].Source)
+	require.InDelta(t, 0.95/4.69, got.Comparisons[2].Ratio, 1e-12)
+	require.InDelta(t, 0.91/3.47, got.Comparisons[3].Ratio, 1e-12)
+	require.Less(t, got.Comparisons[1].Ratio, got.Comparisons[0].Ratio, "MATLAB's constants favour proposed")
+	for _, r := range got.Results {
+		require.Greater(t, r.PerTokenCI, 0.0, "two runs give a confidence interval")
+	}
+
+	got = simJSON(t, append(base, "--servers", "60")...)
+	require.Equal(t, 60, got.Config.Servers)
+	require.Nil(t, got.Paper)
+	require.Empty(t, got.Comparisons)
+	require.NotEmpty(t, got.Warnings)
+	require.Contains(t, got.Warnings[0], "Table 5 ran GtsCe with 26 servers (5 A100s); this fleet has 60 servers")
+
+	// Without a preset, a Table 5 topology with another fleet warns too.
+	text, err := runSim(t, "sim", "--scenario", "topology", "--topology", gts, "--servers", "60", "--runs", "1", "--algorithms", "proposed")
+	require.NoError(t, err)
+	require.Contains(t, text, "WARNING: Table 5 ran GtsCe with 26 servers (5 A100s); this fleet has 60 servers (12 A100s): do not compare with Table 5")
+}
+
+// TestSimModelFlags: the new axes reach the simulation. Serial servers
+// slow the remaining tokens of concurrent sessions (Sec. 2.2 assumes they
+// do not); the live placement process moves weights and incremental does
+// not; PETALS sessions reserving 4096 tokens retry more than 148-token ones.
+func TestSimModelFlags(t *testing.T) {
+	bell := testenv.SharedFile(t, "topologies", "repetita", "2016TopologyZooUCL_unary", "Bellcanada.graph")
+	base := []string{"--preset", "table5-26", "--topology", bell, "--runs", "2", "--rate", "0.5", "--output-tokens", "64"}
+	ind := simJSON(t, append(base, "--algorithms", "proposed", "--server-model", "independent")...)
+	ser := simJSON(t, append(base, "--algorithms", "proposed", "--server-model", "serial")...)
+	require.Equal(t, "serial", ser.Config.ServerModel)
+	require.Greater(t, ser.Results[0].RemainingToken, ind.Results[0].RemainingToken)
+
+	live := simJSON(t, append(base, "--algorithms", "proposed", "--placement", "live")...)
+	require.Equal(t, "live", live.Config.Placement)
+	require.Greater(t, live.Results[0].MovedBytes, 0.0)
+	inc := simJSON(t, append(base, "--algorithms", "proposed", "--placement", "incremental")...)
+	require.Zero(t, inc.Results[0].MovedBytes)
+	slow := simJSON(t, append(base, "--algorithms", "proposed", "--placement", "live", "--move-bandwidth", "1")...)
+	require.Greater(t, slow.Results[0].MoveTime, 1e9, "77 GB at 1 byte/s")
+	require.InDelta(t, inc.Results[0].PerToken, slow.Results[0].PerToken, 1e-9, "never switched: the incremental placement")
+
+	eq4 := simJSON(t, append(base, "--algorithms", "proposed", "--link-cost", "eq4")...)
+	require.Equal(t, "eq4", eq4.Config.LinkCost)
+
+	small := simJSON(t, append(base, "--algorithms", "petals")...)
+	big := simJSON(t, append(base, "--algorithms", "petals", "--petals-session-tokens", "4096")...)
+	require.Equal(t, 4096, big.Config.PetalsSessionTokens)
+	require.Greater(t, big.Results[0].FirstToken, small.Results[0].FirstToken, "fewer PETALS sessions fit: more waiting")
+}
+
+// TestSimFleetAndModelFiles: --fleet takes a swarm plan fleet file and
+// --model a ModelInfo JSON or a model file; the JSON echoes both, and no
+// paper numbers are shown for them.
+func TestSimFleetAndModelFiles(t *testing.T) {
+	got := simJSON(t, "--fleet", filepath.Join("testdata", "plan", "clustered.json"), "--runs", "2", "--requests", "10", "--algorithms", "proposed,petals")
+	require.Equal(t, "fleet", got.Config.Scenario)
+	require.Len(t, got.Results, 2)
+	for _, r := range got.Results {
+		require.Greater(t, r.PerToken, 0.0)
+	}
+	require.Nil(t, got.Paper)
+
+	info := filepath.Join(t.TempDir(), "model.json")
+	require.NoError(t, os.WriteFile(info, []byte(`{"name": "tiny", "n_blocks": 6, "block_bytes": 1000000000, "cache_bytes_per_token": 100000}`), 0o644))
+	got = simJSON(t, "--model", info, "--runs", "1", "--requests", "10", "--algorithms", "proposed")
+	require.Equal(t, 1, got.Results[0].Runs)
+	out, err := runSim(t, "sim", "--model", info, "--runs", "1", "--requests", "10", "--algorithms", "proposed")
+	require.NoError(t, err)
+	require.Contains(t, out, "; tiny, lI = 20")
+
+	_, err = runSim(t, "sim", "--fleet", filepath.Join("testdata", "plan", "missing.json"))
+	require.Error(t, err)
+	bad := filepath.Join(t.TempDir(), "bad.json")
+	require.NoError(t, os.WriteFile(bad, []byte(`{"n_blocks": 0}`), 0o644))
+	_, err = runSim(t, "sim", "--model", bad)
+	require.ErrorIs(t, err, errUsage)
+	require.ErrorContains(t, err, "n_blocks 0")
+}
+
+// TestSimSweepPreset: --preset fig9 sweeps l_max with the paper's Fig. 9
+// values (rate 0.5, 100 requests, C = 0.4 x 23 = 9 servers on AboveNet).
+func TestSimSweepPreset(t *testing.T) {
+	abvt := testenv.SharedFile(t, "topologies", "repetita", "2016TopologyZooUCL_unary", "Abvt.graph")
+	out, err := runSim(t, "sim", "sweep", "--preset", "fig9", "--topology", abvt, "--values", "32", "--runs", "1", "--algorithms", "proposed", "--json")
+	require.NoError(t, err)
+	var got struct {
+		Schema string `json:"schema"`
+		Vary   string `json:"vary"`
+		Config struct {
+			Rate     float64 `json:"rate"`
+			Requests int     `json:"requests"`
+			Servers  int     `json:"servers"`
+			Preset   string  `json:"preset"`
+		} `json:"config"`
+		Warnings []string `json:"warnings"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(out), &got), out)
+	require.Equal(t, "swarm-sim/2", got.Schema)
+	require.Equal(t, "output-tokens", got.Vary)
+	require.Equal(t, 0.5, got.Config.Rate)
+	require.Equal(t, 100, got.Config.Requests)
+	require.Equal(t, 9, got.Config.Servers)
+	require.Equal(t, "fig9", got.Config.Preset)
+	require.Empty(t, got.Warnings)
+}
+
+// TestSimSweepNoProgressOffTerminal: a sweep whose stderr is not a
+// terminal writes no progress bar there.
+func TestSimSweepNoProgressOffTerminal(t *testing.T) {
+	root := newRootCmd()
+	var out, errOut bytes.Buffer
+	root.SetOut(&out)
+	root.SetErr(&errOut)
+	root.SetArgs([]string{"sim", "sweep", "--vary", "rate", "--values", "0.1", "--runs", "2", "--requests", "5", "--algorithms", "proposed"})
+	require.NoError(t, root.ExecuteContext(context.Background()))
+	require.Contains(t, out.String(), "sweep of rate")
+	require.Empty(t, errOut.String())
 }

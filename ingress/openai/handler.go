@@ -2,6 +2,7 @@ package openai
 
 import (
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -36,8 +37,10 @@ type Handler struct {
 	gw        *ingress.Gateway
 	maxBody   int64 // Gateway.MaxRequestBytes
 	templates map[string]*ChatTemplate
-	now       func() time.Time
-	mux       *http.ServeMux
+	// fps are the models' system fingerprints (fingerprint).
+	fps map[string]string
+	now func() time.Time
+	mux *http.ServeMux
 }
 
 // New returns the handler of GET /v1/models[/{model}], POST /v1/completions and POST
@@ -45,8 +48,9 @@ type Handler struct {
 // chat template (the plain fallback when it has none). Errors wrap
 // ErrTemplate naming the model.
 func New(gw *ingress.Gateway) (*Handler, error) {
-	h := &Handler{gw: gw, maxBody: gw.MaxRequestBytes(), templates: map[string]*ChatTemplate{}, now: time.Now, mux: http.NewServeMux()}
+	h := &Handler{gw: gw, maxBody: gw.MaxRequestBytes(), templates: map[string]*ChatTemplate{}, fps: map[string]string{}, now: time.Now, mux: http.NewServeMux()}
 	for _, m := range gw.Models() {
+		h.fps[m.Name] = fingerprint(m)
 		if m.ChatTemplate == "" {
 			h.templates[m.Name] = PlainTemplate()
 			continue
@@ -126,6 +130,23 @@ func (h *Handler) model(w http.ResponseWriter, r *http.Request) {
 	_ = json.NewEncoder(w).Encode(modelObject(m))
 }
 
+// fingerprint is a model's system_fingerprint: "fp_" and 12 hex digits of
+// the SHA-256 of what decides its outputs besides the request and the block
+// weights: its shapes and vocabulary (blocks.Info), its tokenizer's
+// pieces and its chat template. Two proxies of one model give the same.
+func fingerprint(m ingress.Model) string {
+	h := sha256.New()
+	info, _ := json.Marshal(m.Head.Info())
+	h.Write(info)
+	if tok := m.Head.Tokenizer(); tok != nil {
+		for id := range tok.VocabSize() {
+			fmt.Fprintf(h, "%d:%q\n", id, tok.Decode(-1, id))
+		}
+	}
+	h.Write([]byte(m.ChatTemplate))
+	return "fp_" + hex.EncodeToString(h.Sum(nil))[:12]
+}
+
 func modelObject(m ingress.Model) ModelObject {
 	return ModelObject{ID: m.Name, Object: "model", Created: m.Created, OwnedBy: "swarm"}
 }
@@ -143,7 +164,7 @@ func (h *Handler) decode(r *http.Request, w http.ResponseWriter, v any) error {
 	if err := json.Unmarshal(body, v); err != nil {
 		return fmt.Errorf("%w: the body is not the expected JSON: %w", ErrBadRequest, err)
 	}
-	return nil
+	return unknownFields(body, v)
 }
 
 // settings turns the shared fields into a gateway request (all but the
@@ -189,21 +210,13 @@ func (h *Handler) settings(r *http.Request, c common, api, account string) (ingr
 	if err := h.penalties(c, &req.Sampler); err != nil {
 		return req, err
 	}
-	if f := strings.TrimSpace(string(c.ResponseFormat)); f != "" && f != "null" {
-		var rf struct {
-			Type string `json:"type"`
+	if set(c.ResponseFormat) {
+		m, err := h.gw.Model(c.Model)
+		if err != nil {
+			return req, err
 		}
-		err := json.Unmarshal(c.ResponseFormat, &rf)
-		switch {
-		case err == nil && rf.Type == "text":
-		case err == nil && rf.Type == "json_object":
-			m, err := h.gw.Model(c.Model)
-			if err != nil {
-				return req, err
-			}
-			req.Sampler.Constraint = newJSONObject(m.Head.Tokenizer())
-		default:
-			return req, unsupported("response_format", fmt.Sprintf("%s: only {\"type\": \"text\"} and {\"type\": \"json_object\"} are served", f))
+		if req.Sampler.Constraint, err = responseFormat(c.ResponseFormat, m.Head.Tokenizer()); err != nil {
+			return req, err
 		}
 	}
 	if c.Seed != nil {
@@ -355,6 +368,10 @@ func (h *Handler) completions(w http.ResponseWriter, r *http.Request) {
 		}
 		req.MaxTokens = *body.MaxTokens
 	}
+	if err := fits(req, "max_tokens"); err != nil {
+		h.writeError(w, err)
+		return
+	}
 	h.run(w, r, req, body.Stream, body.StreamOptions, false)
 }
 
@@ -409,6 +426,10 @@ func (h *Handler) chat(w http.ResponseWriter, r *http.Request) {
 			h.writeError(w, badParam(fmt.Sprintf("messages[%d].role", i), fmt.Sprintf("role %q, want system, developer, user, assistant or tool", m.Role)))
 			return
 		}
+		if len(m.extra) > 0 {
+			h.writeError(w, unsupported(fmt.Sprintf("messages[%d].%s", i, m.extra[0]), "this API reads a message's role, content and name (tool calling is not implemented)"))
+			return
+		}
 		text, err := m.text(i)
 		if err != nil {
 			h.writeError(w, badParam(fmt.Sprintf("messages[%d].content", i), err.Error()))
@@ -442,6 +463,10 @@ func (h *Handler) chat(w http.ResponseWriter, r *http.Request) {
 			}
 			req.MaxTokens = *mt.v
 		}
+	}
+	if err := fits(req, "max_tokens"); err != nil {
+		h.writeError(w, err)
+		return
 	}
 	h.run(w, r, req, body.Stream, body.StreamOptions, true)
 }
@@ -491,6 +516,7 @@ func (h *Handler) run(w http.ResponseWriter, r *http.Request, req ingress.Reques
 		id = newID("chatcmpl-")
 	}
 	created := h.now().Unix()
+	fp := h.fps[req.Model]
 	if !stream {
 		var text strings.Builder
 		res, err := h.gw.Generate(r.Context(), req, func(s string) error { text.WriteString(s); return nil })
@@ -503,11 +529,11 @@ func (h *Handler) run(w http.ResponseWriter, r *http.Request, req ingress.Reques
 		w.Header().Set(RouteHeader, res.Route)
 		var out any
 		if chat {
-			out = ChatCompletion{ID: id, Object: "chat.completion", Created: created, Model: req.Model, Usage: usage,
+			out = ChatCompletion{ID: id, Object: "chat.completion", Created: created, Model: req.Model, SystemFingerprint: fp, Usage: usage,
 				Choices: []ChatChoice{{Message: ChatMessage{Role: "assistant", Content: text.String()}, FinishReason: res.FinishReason}}}
 		} else {
 			fr := res.FinishReason
-			out = Completion{ID: id, Object: "text_completion", Created: created, Model: req.Model, Usage: usage,
+			out = Completion{ID: id, Object: "text_completion", Created: created, Model: req.Model, SystemFingerprint: fp, Usage: usage,
 				Choices: []CompletionChoice{{Text: text.String(), FinishReason: &fr}}}
 		}
 		_ = json.NewEncoder(w).Encode(out)
@@ -521,7 +547,7 @@ func (h *Handler) run(w http.ResponseWriter, r *http.Request, req ingress.Reques
 	}
 	chunk := func(text *string, finish *string) any {
 		if chat {
-			c := ChatChunk{ID: id, Object: "chat.completion.chunk", Created: created, Model: req.Model, Usage: nullUsage,
+			c := ChatChunk{ID: id, Object: "chat.completion.chunk", Created: created, Model: req.Model, SystemFingerprint: fp, Usage: nullUsage,
 				Choices: []ChatChunkChoice{{Delta: ChatDelta{Content: text}, FinishReason: finish}}}
 			if !s.started {
 				empty := ""
@@ -533,7 +559,7 @@ func (h *Handler) run(w http.ResponseWriter, r *http.Request, req ingress.Reques
 		if text != nil {
 			t = *text
 		}
-		return Completion{ID: id, Object: "text_completion", Created: created, Model: req.Model, Usage: nullUsage,
+		return Completion{ID: id, Object: "text_completion", Created: created, Model: req.Model, SystemFingerprint: fp, Usage: nullUsage,
 			Choices: []CompletionChoice{{Text: t, FinishReason: finish}}}
 	}
 	start := func() error {
@@ -573,7 +599,7 @@ func (h *Handler) run(w http.ResponseWriter, r *http.Request, req ingress.Reques
 	}
 	fr := res.FinishReason
 	if chat {
-		_ = s.send(ChatChunk{ID: id, Object: "chat.completion.chunk", Created: created, Model: req.Model, Usage: nullUsage,
+		_ = s.send(ChatChunk{ID: id, Object: "chat.completion.chunk", Created: created, Model: req.Model, SystemFingerprint: fp, Usage: nullUsage,
 			Choices: []ChatChunkChoice{{Delta: ChatDelta{}, FinishReason: &fr}}})
 	} else {
 		_ = s.send(chunk(nil, &fr))
@@ -581,9 +607,9 @@ func (h *Handler) run(w http.ResponseWriter, r *http.Request, req ingress.Reques
 	if includeUsage {
 		usage := Usage{PromptTokens: res.PromptTokens, CompletionTokens: res.CompletionTokens, TotalTokens: res.PromptTokens + res.CompletionTokens}
 		if chat {
-			_ = s.send(ChatChunk{ID: id, Object: "chat.completion.chunk", Created: created, Model: req.Model, Choices: []ChatChunkChoice{}, Usage: usage})
+			_ = s.send(ChatChunk{ID: id, Object: "chat.completion.chunk", Created: created, Model: req.Model, SystemFingerprint: fp, Choices: []ChatChunkChoice{}, Usage: usage})
 		} else {
-			_ = s.send(Completion{ID: id, Object: "text_completion", Created: created, Model: req.Model, Choices: []CompletionChoice{}, Usage: usage})
+			_ = s.send(Completion{ID: id, Object: "text_completion", Created: created, Model: req.Model, SystemFingerprint: fp, Choices: []CompletionChoice{}, Usage: usage})
 		}
 	}
 	_ = s.raw("[DONE]")

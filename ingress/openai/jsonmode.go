@@ -16,6 +16,9 @@ type jsonMode struct {
 	hex   uint8  // hex digits left of a \uXXXX escape
 	key   bool   // the string being read is an object key
 	space uint8  // whitespace bytes in a row outside strings
+	// digits counts the digits of the number part being read (bounded
+	// as jsonSchema's: maxDigits, maxExpDigits).
+	digits uint8
 }
 
 // maxSpace bounds a run of whitespace between tokens of the JSON text
@@ -65,9 +68,9 @@ func (j *jsonMode) value(c byte) bool {
 	case c == '-':
 		j.mode = mNumMinus
 	case c == '0':
-		j.mode = mNumZero
+		j.mode, j.digits = mNumZero, 1
 	case c >= '1' && c <= '9':
-		j.mode = mNumInt
+		j.mode, j.digits = mNumInt, 1
 	case c == 't':
 		j.mode, j.lit = mLiteral, "rue"
 	case c == 'f':
@@ -199,9 +202,9 @@ func (j *jsonMode) step(c byte) bool {
 	case mNumMinus:
 		switch {
 		case c == '0':
-			j.mode = mNumZero
+			j.mode, j.digits = mNumZero, 1
 		case isDigit(c):
-			j.mode = mNumInt
+			j.mode, j.digits = mNumInt, 1
 		default:
 			return false
 		}
@@ -209,6 +212,7 @@ func (j *jsonMode) step(c byte) bool {
 	case mNumZero, mNumInt:
 		switch {
 		case isDigit(c) && j.mode == mNumInt:
+			return j.digit(maxDigits)
 		case c == '.':
 			j.mode = mNumDot
 		case c == 'e' || c == 'E':
@@ -221,11 +225,12 @@ func (j *jsonMode) step(c byte) bool {
 		if !isDigit(c) {
 			return false
 		}
-		j.mode = mNumFrac
+		j.mode, j.digits = mNumFrac, 1
 		return true
 	case mNumFrac:
 		switch {
 		case isDigit(c):
+			return j.digit(maxDigits)
 		case c == 'e' || c == 'E':
 			j.mode = mNumE
 		default:
@@ -237,14 +242,17 @@ func (j *jsonMode) step(c byte) bool {
 		case c == '+' || c == '-':
 			j.mode = mNumESign
 		case isDigit(c):
-			j.mode = mNumExp
+			j.mode, j.digits = mNumExp, 1
 		default:
 			return false
 		}
 		return true
 	case mNumESign, mNumExp:
 		if isDigit(c) {
-			j.mode = mNumExp
+			if j.mode == mNumExp {
+				return j.digit(maxExpDigits)
+			}
+			j.mode, j.digits = mNumExp, 1
 			return true
 		}
 		if j.mode == mNumESign {
@@ -253,6 +261,15 @@ func (j *jsonMode) step(c byte) bool {
 		return j.endNumber(c)
 	}
 	return false // mDone: nothing may follow the object
+}
+
+// digit reads one more digit of a number part of at most limit digits.
+func (j *jsonMode) digit(limit uint8) bool {
+	if j.digits >= limit {
+		return false
+	}
+	j.digits++
+	return true
 }
 
 // feed steps through s; false (and j unchanged in meaning) if s cannot
@@ -266,22 +283,58 @@ func (j *jsonMode) feed(s string) bool {
 	return true
 }
 
+// need is the length in bytes of the shortest text that closes the
+// object from here: what the current token needs, then one closing
+// bracket per open container.
+func (j *jsonMode) need() int {
+	n := len(j.stack)
+	switch j.mode {
+	case mStart:
+		return 2 // {}
+	case mValue, mNumMinus, mNumDot, mNumE, mNumESign:
+		return n + 1 // 0, or the digit a number lacks
+	case mKey:
+		return n + 4 // "":0
+	case mColon:
+		return n + 2 // :0
+	case mString, mEscape, mHex:
+		l := n + 1 // "
+		if j.key {
+			l += 2 // :0
+		}
+		switch j.mode {
+		case mEscape:
+			l++
+		case mHex:
+			l += int(j.hex)
+		}
+		return l
+	case mLiteral:
+		return n + len(j.lit)
+	}
+	return n // mArrFirst, mObjFirst, mAfter, numbers that may end, mDone
+}
+
 // jsonObject is the blocks.Constraint of response_format {"type":
 // "json_object"}: the text generated is a prefix of one JSON object, and
 // the model may end it (EOS) only once the object is closed, right after
 // it. Tokens without text (control pieces) and BOS are never allowed, so
-// every token drawn advances the text.
+// every token drawn advances the text. Told its budget (SetBudget), it
+// allows only tokens after which the object can still be closed in the
+// tokens left (one token per byte of the shortest closing text, as
+// jsonSchema).
 type jsonObject struct {
 	pieces   []string
 	bos, eos int
 	state    jsonMode
+	budget   int // tokens left; < 0: unbounded
 }
 
-var _ blocks.Constraint = (*jsonObject)(nil)
+var _ blocks.BudgetedConstraint = (*jsonObject)(nil)
 
 // newJSONObject returns a fresh json_object constraint over tok's pieces.
 func newJSONObject(tok tokenizer.Tokenizer) *jsonObject {
-	c := &jsonObject{pieces: make([]string, tok.VocabSize()), bos: tok.BOS(), eos: tok.EOS()}
+	c := &jsonObject{pieces: make([]string, tok.VocabSize()), bos: tok.BOS(), eos: tok.EOS(), budget: -1}
 	for id := range c.pieces {
 		c.pieces[id] = tok.Decode(-1, id)
 	}
@@ -300,11 +353,26 @@ func (c *jsonObject) Allowed(id int) bool {
 		return false
 	}
 	next := c.state
-	return next.feed(c.pieces[id])
+	if !next.feed(c.pieces[id]) {
+		return false
+	}
+	if c.budget < 0 || c.state.need() > c.budget {
+		return true // unbounded, or already too late to close
+	}
+	return next.need() <= c.budget-1
 }
+
+// SetBudget tells the constraint how many tokens may still be drawn.
+func (c *jsonObject) SetBudget(tokens int) { c.budget = tokens }
+
+// Done reports that the object is closed: only EOS may follow.
+func (c *jsonObject) Done() bool { return c.state.mode == mDone }
 
 func (c *jsonObject) Accept(id int) {
 	if id >= 0 && id < len(c.pieces) && id != c.eos {
 		c.state.feed(c.pieces[id])
+		if c.budget > 0 {
+			c.budget--
+		}
 	}
 }

@@ -2,6 +2,7 @@ package openai
 
 import (
 	"encoding/json"
+	"math/rand/v2"
 	"strings"
 	"testing"
 
@@ -33,6 +34,10 @@ func TestJSONModePrefixes(t *testing.T) {
 		{`{"a": 1}`, true, true},
 		{`{"a": -0.5e+10, "b": [true, false, null, "x\n\u00e9", {}], "c": {"d": []}}`, true, true},
 		{`{"a": 01}`, false, false},
+		{`{"a": -1234567890123456.1234567890123456e-99}`, true, true}, // 16 digits a part, 2 in the exponent
+		{`{"a": 12345678901234567`, false, false},
+		{`{"a": 1.12345678901234567`, false, false},
+		{`{"a": 1e100`, false, false},
 		{`{"a": 1.}`, false, false},
 		{`{"a": 1e}`, false, false},
 		{`{"a": -}`, false, false},
@@ -74,6 +79,71 @@ func (p pieces) Decode(_, id int) string            { return p[id] }
 func (p pieces) BOS() int                           { return 0 }
 func (p pieces) EOS() int                           { return 1 }
 func (p pieces) VocabSize() int                     { return len(p) }
+
+// TestJSONModeNeed: need is the length of the shortest text that closes
+// the object, counted by hand (the closing text in each comment).
+func TestJSONModeNeed(t *testing.T) {
+	tests := []struct {
+		text string
+		need int
+	}{
+		{``, 2},                        // {}
+		{`{`, 1},                       // }
+		{`{"a`, 4},                     // ":0}
+		{`{"a\`, 5},                    // n":0}
+		{`{"a":`, 2},                   // 0}
+		{`{"a":[`, 2},                  // ]}
+		{`{"a":[1,`, 3},                // 0]}
+		{`{"a":[1, {"b":"x\u0`, 7},     // 000"}]}
+		{`{"a":[1, {"b":tr`, 5},        // ue}]}
+		{`{"a":-`, 2},                  // 0}
+		{`{"a":1.5e+`, 2},              // 0}
+		{`{"a":12`, 1},                 // }
+		{`{"a":{}, `, 5},               // "":0}
+		{`{"a":"x"  `, 1},              // }
+		{`{"a":"x"}`, 0},               //
+		{`{"a":"x", "b":[{}, []]}`, 0}, //
+	}
+	for _, tt := range tests {
+		var j jsonMode
+		require.True(t, j.feed(tt.text), tt.text)
+		require.Equal(t, tt.need, j.need(), tt.text)
+	}
+}
+
+// TestJSONObjectBudget draws random allowed tokens (some with spaces)
+// under budgets from 2 up: every text is a closed object within budget.
+func TestJSONObjectBudget(t *testing.T) {
+	vocab := pieces{"<s>", "</s>", ""}
+	for c := byte(' '); c <= '~'; c++ {
+		vocab = append(vocab, string(c))
+	}
+	vocab = append(vocab, ` "`, `": `, `", "`, `"}`, `]}`, ` true`, "\n  ", `{"`, `123`, `[[`)
+	for seed := range uint64(200) {
+		rng := rand.New(rand.NewPCG(seed, 3))
+		c := newJSONObject(vocab)
+		budget := 2 + rng.IntN(40)
+		c.SetBudget(budget)
+		var text strings.Builder
+		for drawn := 0; drawn < budget; drawn++ {
+			var allowed []int
+			for id := range vocab {
+				if c.Allowed(id) {
+					allowed = append(allowed, id)
+				}
+			}
+			require.NotEmpty(t, allowed, "seed %d after %q", seed, text.String())
+			id := allowed[rng.IntN(len(allowed))]
+			c.Accept(id)
+			if id == vocab.EOS() {
+				break
+			}
+			text.WriteString(vocab[id])
+		}
+		var v map[string]any
+		require.NoError(t, json.Unmarshal([]byte(text.String()), &v), "seed %d budget %d: %q", seed, budget, text.String())
+	}
+}
 
 // TestJSONObjectConstraint: which tokens the json_object constraint allows
 // as a text is built, EOS only once the object is closed.

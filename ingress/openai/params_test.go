@@ -29,8 +29,12 @@ func TestUnsupportedParameters(t *testing.T) {
 		param  string
 		substr string
 	}{
-		{"json_schema", false, map[string]any{"response_format": map[string]any{"type": "json_schema", "json_schema": map[string]any{"name": "x"}}}, "unsupported_parameter", "response_format", "json_schema"},
-		{"response_format string", true, map[string]any{"response_format": "json"}, "unsupported_parameter", "response_format", `only {"type": "text"} and {"type": "json_object"}`},
+		{"json_schema without schema", false, map[string]any{"response_format": map[string]any{"type": "json_schema", "json_schema": map[string]any{"name": "x"}}}, "invalid_value", "response_format.json_schema.schema", "is required"},
+		{"json_schema keyword", true, map[string]any{"response_format": map[string]any{"type": "json_schema", "json_schema": map[string]any{"name": "x", "schema": map[string]any{"type": "string", "format": "date"}}}}, "invalid_value", "response_format.json_schema.schema", `response_format.json_schema.schema: unsupported JSON schema: keyword "format" at # is not supported`},
+		{"json_schema too long", true, map[string]any{"response_format": map[string]any{"type": "json_schema", "json_schema": map[string]any{"name": "x", "schema": map[string]any{"enum": []string{"abc"}}}}}, "invalid_value", "max_tokens", "shortest document takes 5 tokens"},
+		{"json_schema unknown field", true, map[string]any{"response_format": map[string]any{"type": "json_schema", "json_schema": map[string]any{"name": "x", "schema": map[string]any{}, "pattern": 1}}}, "invalid_value", "response_format.json_schema", `unknown field "pattern"`},
+		{"response_format type", true, map[string]any{"response_format": map[string]any{"type": "grammar"}}, "unsupported_parameter", "response_format", `only "text", "json_object" and "json_schema"`},
+		{"response_format string", true, map[string]any{"response_format": "json"}, "invalid_value", "response_format", `want {"type"`},
 		{"tools", true, map[string]any{"tools": tool}, "unsupported_parameter", "tools", "tool calling"},
 		{"tool_choice", true, map[string]any{"tool_choice": "auto"}, "unsupported_parameter", "tool_choice", "tool calling"},
 		{"parallel_tool_calls", true, map[string]any{"parallel_tool_calls": false}, "unsupported_parameter", "parallel_tool_calls", "tool calling"},
@@ -45,6 +49,12 @@ func TestUnsupportedParameters(t *testing.T) {
 		{"web_search_options", true, map[string]any{"web_search_options": map[string]any{}}, "unsupported_parameter", "web_search_options", ""},
 		{"reasoning_effort", true, map[string]any{"reasoning_effort": "low"}, "unsupported_parameter", "reasoning_effort", ""},
 		{"n", true, map[string]any{"n": 3}, "invalid_value", "n", "n = 3"},
+		{"message tool_calls", true, map[string]any{"messages": []any{map[string]any{"role": "assistant", "content": "", "tool_calls": []any{map[string]any{"id": "c"}}}}}, "unsupported_parameter", "messages[0].tool_calls", "tool calling"},
+		{"message tool_call_id", true, map[string]any{"messages": []any{map[string]any{"role": "user", "content": "x"}, map[string]any{"role": "tool", "content": "1", "tool_call_id": "c"}}}, "unsupported_parameter", "messages[1].tool_call_id", ""},
+		{"store", true, map[string]any{"store": true}, "unsupported_parameter", "store", "only store: false"},
+		{"unknown chat field", true, map[string]any{"verbosity": "low", "min_p": 0.1}, "unsupported_parameter", "min_p", "unrecognized request argument"},
+		{"chat field on completions", false, map[string]any{"messages": msgs}, "unsupported_parameter", "messages", "unrecognized"},
+		{"legacy max_completion_tokens on completions", false, map[string]any{"max_completion_tokens": 3}, "unsupported_parameter", "max_completion_tokens", ""},
 		{"presence_penalty", true, map[string]any{"presence_penalty": 2.5}, "invalid_value", "presence_penalty", "want -2 to 2"},
 		{"frequency_penalty", false, map[string]any{"frequency_penalty": -3}, "invalid_value", "frequency_penalty", "want -2 to 2"},
 		{"logit_bias key", true, map[string]any{"logit_bias": map[string]any{"hello": 1}}, "invalid_value", "logit_bias", `key "hello", want a token id 0 to 511`},
@@ -82,6 +92,8 @@ func TestUnsupportedParameters(t *testing.T) {
 		{"response_format": map[string]any{"type": "text"}},
 		{"tools": []any{}, "tool_choice": "none", "logprobs": false, "modalities": []string{"text"}},
 		{"presence_penalty": 0, "frequency_penalty": 0, "logit_bias": map[string]any{}},
+		{"messages": []any{map[string]any{"role": "assistant", "content": "hi", "tool_calls": []any{}, "refusal": nil, "name": "bot"}}},
+		{"store": false, "service_tier": "auto", "metadata": map[string]any{"a": "b"}, "prompt_cache_key": "k", "safety_identifier": "u1", "user": "u1"},
 	} {
 		body := map[string]any{"model": "stories260K", "max_tokens": 2, "messages": msgs}
 		for k, v := range extra {
@@ -135,8 +147,9 @@ func TestPenaltiesThroughTheChain(t *testing.T) {
 
 // TestJSONObjectMode: response_format {"type": "json_object"} constrains
 // decoding over the chain: sampled or greedy, chat or completion, the text
-// is a prefix of a JSON object (max_tokens cuts it here: a 260K-parameter
-// story model writes long strings); with "}" favoured by logit_bias the
+// is a JSON object closed within max_tokens (a 260K-parameter story model
+// writes long strings: the constraint closes them in time); with "}"
+// favoured by logit_bias the
 // object closes at once, "{}", and the model must end there (finish_reason
 // stop).
 func TestJSONObjectMode(t *testing.T) {
@@ -149,8 +162,10 @@ func TestJSONObjectMode(t *testing.T) {
 		var c openai.ChatCompletion
 		require.NoError(t, json.NewDecoder(resp.Body).Decode(&c))
 		text := c.Choices[0].Message.Content
-		prefix, _ := openai.JSONObjectPrefix(text)
-		require.True(t, prefix, "temperature %g: %q", temp, text)
+		prefix, closed := openai.JSONObjectPrefix(text)
+		require.True(t, prefix && closed, "temperature %g: %q", temp, text)
+		var obj map[string]any
+		require.NoError(t, json.Unmarshal([]byte(text), &obj), "%q", text)
 		require.True(t, strings.HasPrefix(text, "{"), "%q", text)
 		require.Greater(t, len(text), 20)
 	}

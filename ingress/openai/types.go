@@ -3,6 +3,8 @@ package openai
 import (
 	"encoding/json"
 	"fmt"
+	"sort"
+	"strings"
 )
 
 // The request and response bodies of the OpenAI API as this front end
@@ -83,6 +85,34 @@ type ChatMessageIn struct {
 	Role    string          `json:"role"`
 	Content json.RawMessage `json:"content"`
 	Name    string          `json:"name,omitempty"`
+	// extra are the other fields the message sets (tool_calls,
+	// tool_call_id, audio...), sorted: the handler refuses them.
+	extra []string
+}
+
+// UnmarshalJSON reads the message and notes its other fields set (not
+// null, not []) in extra.
+func (m *ChatMessageIn) UnmarshalJSON(b []byte) error {
+	type plain ChatMessageIn
+	if err := json.Unmarshal(b, (*plain)(m)); err != nil {
+		return err
+	}
+	var raw map[string]json.RawMessage
+	if err := json.Unmarshal(b, &raw); err != nil {
+		return err
+	}
+	m.extra = nil
+	for k, v := range raw {
+		switch k {
+		case "role", "content", "name":
+		default:
+			if s := strings.TrimSpace(string(v)); set(v) && s != "[]" {
+				m.extra = append(m.extra, k)
+			}
+		}
+	}
+	sort.Strings(m.extra)
+	return nil
 }
 
 // text returns the message's content as text.
@@ -121,11 +151,14 @@ type Usage struct {
 // Completion is the response of POST /v1/completions, and (object
 // "text_completion" too) each chunk of its stream.
 type Completion struct {
-	ID      string             `json:"id"`
-	Object  string             `json:"object"`
-	Created int64              `json:"created"`
-	Model   string             `json:"model"`
-	Choices []CompletionChoice `json:"choices"`
+	ID      string `json:"id"`
+	Object  string `json:"object"`
+	Created int64  `json:"created"`
+	Model   string `json:"model"`
+	// SystemFingerprint identifies the configuration that generated
+	// (fingerprint: the model's shapes, tokenizer and chat template).
+	SystemFingerprint string             `json:"system_fingerprint"`
+	Choices           []CompletionChoice `json:"choices"`
 	// Usage is an object in a response and in the last chunk of a stream
 	// with include_usage; null in its other chunks; absent otherwise.
 	Usage any `json:"usage,omitempty"`
@@ -143,12 +176,15 @@ type CompletionChoice struct {
 // ChatCompletion is the response of POST /v1/chat/completions (object
 // "chat.completion").
 type ChatCompletion struct {
-	ID      string       `json:"id"`
-	Object  string       `json:"object"`
-	Created int64        `json:"created"`
-	Model   string       `json:"model"`
-	Choices []ChatChoice `json:"choices"`
-	Usage   Usage        `json:"usage"`
+	ID      string `json:"id"`
+	Object  string `json:"object"`
+	Created int64  `json:"created"`
+	Model   string `json:"model"`
+	// SystemFingerprint identifies the configuration that generated
+	// (fingerprint: the model's shapes, tokenizer and chat template).
+	SystemFingerprint string       `json:"system_fingerprint"`
+	Choices           []ChatChoice `json:"choices"`
+	Usage             Usage        `json:"usage"`
 }
 
 // ChatChoice is one choice of a chat completion.
@@ -168,12 +204,15 @@ type ChatMessage struct {
 // ChatChunk is one chunk of a streamed chat completion (object
 // "chat.completion.chunk").
 type ChatChunk struct {
-	ID      string            `json:"id"`
-	Object  string            `json:"object"`
-	Created int64             `json:"created"`
-	Model   string            `json:"model"`
-	Choices []ChatChunkChoice `json:"choices"`
-	Usage   any               `json:"usage,omitempty"`
+	ID      string `json:"id"`
+	Object  string `json:"object"`
+	Created int64  `json:"created"`
+	Model   string `json:"model"`
+	// SystemFingerprint identifies the configuration that generated
+	// (fingerprint: the model's shapes, tokenizer and chat template).
+	SystemFingerprint string            `json:"system_fingerprint"`
+	Choices           []ChatChunkChoice `json:"choices"`
+	Usage             any               `json:"usage,omitempty"`
 }
 
 // ChatChunkChoice is one choice of a chunk.

@@ -3,9 +3,12 @@
 // and `swarm sim sweep`: it validates the options of a scenario (the
 // paper's clustered deployment, or servers scattered over a Repetita or
 // Topology Zoo file), picks the calibration, runs the Monte Carlo runs on
-// goroutines and averages them, sweeps one parameter (Figs. 6-9), looks up
-// the paper's numbers for the same setting, and writes tables, JSON and
-// plots.
+// goroutines and averages them (with 95% confidence intervals), sweeps one
+// parameter (Figs. 6-9), fills the paper's deployments from presets and
+// warns when a fleet is not the paper's, runs every cell of Tables 4 and 5
+// (RunTables), looks up the paper's numbers for the same setting, and
+// writes tables, versioned JSON (SchemaVersion) and plots. Fleet and model
+// files are loaded by the caller (this package reads neither format).
 //
 // Every run is deterministic, with its own PCG stream (seed, run index), so
 // results never depend on how the runs are scheduled; only the measured

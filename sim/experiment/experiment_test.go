@@ -78,7 +78,8 @@ func TestNewTopologyDefaults(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, 9, e.Options().Servers, "round(0.4 * 23)")
 	require.Equal(t, "topology Abvt (23 nodes, 62 directed links, link delay 0.100..13.800 ms), 9 servers, eta 0.20; "+
-		"BLOOM-176B, lI = 20, l_max = 128, rate 0.1/s, 10 requests, 2 runs, seed 1, calibration none", e.Describe())
+		"BLOOM-176B, lI = 20, l_max = 128, rate 0.1/s, 10 requests, 2 runs, seed 1, calibration none; "+
+		"servers batched (+3% per extra session, assumed), link cost eq8, placement batch", e.Describe())
 	require.Equal(t, []string{"proposed", "petals"}, names(e.Algorithms()))
 }
 
@@ -224,10 +225,13 @@ func TestAddFlags(t *testing.T) {
 	require.Contains(t, fs.Lookup("algorithms").Usage, "proposed (CG-BP placement + WS-RR routing")
 	require.NoError(t, fs.Parse([]string{"--scenario", "topology", "--topology", "t.graph", "--graphml-delays", "repetita",
 		"--servers", "7", "--eta", "0.5", "--client-cluster", "2", "--rate", "0.3", "--requests", "9", "--output-tokens", "16",
-		"--input-tokens", "4", "--seed", "3", "--runs", "5", "--algorithms", "petals,opt-rr", "--calibration", "matlab", "--parallel", "2"}))
+		"--input-tokens", "4", "--seed", "3", "--runs", "5", "--algorithms", "petals,opt-rr", "--calibration", "matlab", "--parallel", "2",
+		"--preset", "table5-26", "--server-model", "serial", "--batch-growth", "0.1", "--link-cost", "eq4",
+		"--petals-session-tokens", "512", "--placement", "live"}))
 	require.Equal(t, experiment.Options{
 		Scenario: "topology", Topology: "t.graph", GraphMLDelays: "repetita", Servers: 7, Eta: 0.5, ClientCluster: 2,
 		Rate: 0.3, Requests: 9, OutputTokens: 16, InputTokens: 4, Seed: 3, Runs: 5,
 		Algorithms: []string{"petals", "opt-rr"}, Calibration: "matlab", Parallel: 2,
+		Preset: "table5-26", ServerModel: "serial", BatchGrowth: 0.1, LinkCost: "eq4", PetalsSessionTokens: 512, Placement: "live",
 	}, o)
 }

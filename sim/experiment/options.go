@@ -77,12 +77,50 @@ type Options struct {
 	Calibration string
 	// Parallel is the number of runs simulated at once (>= 1).
 	Parallel int
+	// Preset names a deployment of paper 003 (Presets) whose values the
+	// other options were filled from (ApplyPreset); "" for none. The
+	// paper's numbers are shown only when the fleet still matches it.
+	Preset string
+	// ServerModel is how servers step concurrent sessions: "independent"
+	// (the paper), "serial" (PETALS) or "batched" (our server, the
+	// default).
+	ServerModel string
+	// BatchGrowth is the assumed relative growth of a batched step per
+	// extra session for ServerModel "batched" (sim.AssumedBatchCurve).
+	BatchGrowth float64
+	// LinkCost is the WS-RR / opt-rr hop cost: "eq8" (the paper, default)
+	// or "eq4" (the live client).
+	LinkCost string
+	// PetalsSessionTokens is the cache tokens a PETALS client session
+	// reserves on each block (0: lI + l_max).
+	PetalsSessionTokens int
+	// Placement is the proposed algorithm's placement process: "batch"
+	// (CG-BP, the paper), "incremental" (join order) or "live"
+	// (incremental + replanning).
+	Placement string
+	// MoveBandwidth is how fast a server loads replanned weights, bytes
+	// per second (sim.Fleet.MoveBandwidth; 0: instantaneous); it matters
+	// for the live placement process only.
+	MoveBandwidth float64
+	// Fleet is a `swarm plan` fleet file: the servers, their memory, tau
+	// and RTTs replace the scenario (Scenario becomes "fleet"). This
+	// package reads no fleet or model format: the caller loads the file
+	// into FleetData (sim.FleetFromInput).
+	Fleet     string
+	FleetData *sim.Fleet
+	// Model is a model file (ModelInfo JSON or any model swarm reads)
+	// that replaces BLOOM-176B; the caller loads it into ModelData
+	// (sim.ModelFromInfo).
+	Model     string
+	ModelData *sim.ModelSpec
 }
 
 // DefaultOptions returns the clustered scenario with the client remote,
 // 0.1 sessions/s, 100 requests of 20 + 128 tokens, 20 runs from seed 1,
 // every algorithm, no calibration, GOMAXPROCS runs at once (and, for the
-// topology scenario, fibre delays, 40% of the nodes as servers, eta 0.2).
+// topology scenario, fibre delays, 40% of the nodes as servers, eta 0.2),
+// batched servers (3% per extra session, assumed), the paper's link cost
+// (8), PETALS sessions reserving lI + l_max tokens, batch CG-BP.
 func DefaultOptions() Options {
 	return Options{
 		Scenario:      "clustered",
@@ -97,6 +135,10 @@ func DefaultOptions() Options {
 		Algorithms:    sim.PaperAlgorithmNames(),
 		Calibration:   sim.CalibrationNone,
 		Parallel:      runtime.GOMAXPROCS(0),
+		ServerModel:   sim.ServerBatched.String(),
+		BatchGrowth:   sim.DefaultBatchGrowth,
+		LinkCost:      sim.LinkAllTokens.String(),
+		Placement:     sim.ProcessBatch,
 	}
 }
 
@@ -109,6 +151,11 @@ type Experiment struct {
 	top   *topologies.Topology
 	rtt   *topologies.RTTMatrix
 	sweep bool // a point of a Sweep (the MATLAB sweeps' constants)
+
+	serverModel sim.ServerModel
+	linkCost    sim.LinkCost
+	preset      *Preset  // Options.Preset, nil for none
+	warnings    []string // why the paper's numbers are not comparable
 }
 
 // New validates o and loads its topology. Errors: *OptionError
@@ -139,7 +186,46 @@ func New(o Options) (*Experiment, error) {
 		}
 		e.algs = append(e.algs, a)
 	}
-	switch o.Scenario {
+	var err error
+	if e.algs, err = sim.WithPlacementProcess(e.algs, o.Placement); err != nil {
+		return nil, badOption("--placement: %w", err)
+	}
+	if e.serverModel, err = sim.ParseServerModel(o.ServerModel); err != nil {
+		return nil, badOption("--server-model: %w", err)
+	}
+	if e.linkCost, err = sim.ParseLinkCost(o.LinkCost); err != nil {
+		return nil, badOption("--link-cost: %w", err)
+	}
+	switch {
+	case math.IsNaN(o.BatchGrowth) || math.IsInf(o.BatchGrowth, 0) || o.BatchGrowth < 0:
+		return nil, badOption("--batch-growth %g, want a finite fraction >= 0", o.BatchGrowth)
+	case math.IsNaN(o.MoveBandwidth) || math.IsInf(o.MoveBandwidth, 0) || o.MoveBandwidth < 0:
+		return nil, badOption("--move-bandwidth %g, want finite bytes/s >= 0 (0: instantaneous)", o.MoveBandwidth)
+	case o.PetalsSessionTokens < 0:
+		return nil, badOption("--petals-session-tokens %d, want >= 0 (0: lI + l_max)", o.PetalsSessionTokens)
+	}
+	if o.Preset != "" {
+		if e.preset, err = LookupPreset(o.Preset); err != nil {
+			return nil, err
+		}
+	}
+	if o.Fleet != "" {
+		if o.FleetData == nil {
+			return nil, badOption("--fleet %s: the file was not loaded (a caller must set FleetData)", o.Fleet)
+		}
+		if o.Topology != "" {
+			return nil, badOption("--fleet and --topology exclude each other")
+		}
+		e.o.Scenario = "fleet"
+	}
+	if o.Model != "" && o.ModelData == nil {
+		return nil, badOption("--model %s: the file was not loaded (a caller must set ModelData)", o.Model)
+	}
+	switch e.o.Scenario {
+	case "fleet":
+		if o.FleetData == nil {
+			return nil, badOption("--scenario fleet needs --fleet FILE")
+		}
 	case "clustered":
 		if o.Topology != "" {
 			return nil, badOption("--topology is for --scenario topology")
@@ -152,8 +238,9 @@ func New(o Options) (*Experiment, error) {
 			return nil, err
 		}
 	default:
-		return nil, badOption("--scenario %q, want clustered or topology", o.Scenario)
+		return nil, badOption("--scenario %q, want clustered or topology (or --fleet FILE)", o.Scenario)
 	}
+	e.warnings = e.checkPaperMatch()
 	return e, nil
 }
 

@@ -83,15 +83,30 @@ func (e *Experiment) runOne(k int) ([]sim.Result, error) {
 func (e *Experiment) fleet(rng *rand.Rand) (*sim.Fleet, error) {
 	var f *sim.Fleet
 	var err error
-	if e.top == nil {
+	switch {
+	case e.o.FleetData != nil:
+		f = e.o.FleetData.Clone()
+	case e.top == nil:
 		f, err = sim.Clustered(e.o.ClientCluster)
-	} else {
+	default:
 		f, err = sim.OnTopology(e.top, e.rtt, e.o.Servers, e.o.Eta, rng)
 	}
 	if err != nil {
 		return nil, err
 	}
+	if e.o.ModelData != nil {
+		f.Model = *e.o.ModelData
+	}
 	f.Calibration = e.Calibration()
+	f.ServerModel, f.LinkCost = e.serverModel, e.linkCost
+	f.Petals.SessionTokens = e.o.PetalsSessionTokens
+	f.MoveBandwidth = e.o.MoveBandwidth
+	if e.serverModel == sim.ServerBatched {
+		for j := range f.Servers {
+			hw := &f.Servers[j].Hardware
+			hw.TauBatch = sim.AssumedBatchCurve(hw.Tau, e.o.BatchGrowth)
+		}
+	}
 	return f, nil
 }
 
@@ -106,7 +121,7 @@ func (e *Experiment) Calibration() sim.Calibration {
 		return sim.NoCalibration()
 	}
 	setup := sim.MATLABClustered
-	if e.top != nil {
+	if e.top != nil || e.o.FleetData != nil {
 		setup = sim.MATLABTopology
 		if _, a100, ok := sim.PaperDeployment("bellcanada"); ok && !e.sweep && e.o.Servers == 26 &&
 			int(math.Round(e.o.Eta*26)) == a100 {

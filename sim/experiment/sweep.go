@@ -26,10 +26,19 @@ type Sweep struct {
 type Point struct {
 	Value   float64      `json:"value"`
 	Results []sim.Result `json:"results"`
+	// Decomposition is the gain of proposed over petals at this point
+	// (sim.Decompose), when both ran.
+	Decomposition *sim.Decomposition `json:"decomposition,omitempty"`
 }
 
 // SweepReport is the JSON document of a sweep (`swarm sim sweep --json`).
 type SweepReport struct {
+	// Schema is SchemaVersion; Config the sweep's options (the varied
+	// one at its base value).
+	Schema string `json:"schema"`
+	Config Config `json:"config"`
+	// Warnings are Experiment.Warnings of the base.
+	Warnings []string `json:"warnings,omitempty"`
 	// Scenario is the sweep's one-line header.
 	Scenario string `json:"scenario"`
 	// Calibration and CalibrationConstants are as in Report.
@@ -147,6 +156,9 @@ func (s *Sweep) Run(ctx context.Context, tick func()) ([]Point, error) {
 			return nil, fmt.Errorf("sweep %s = %g: %w", s.Vary, s.Values[i], err)
 		}
 		points[i] = Point{Value: s.Values[i], Results: res}
+		if d, ok := decomposition(res, e.o.OutputTokens); ok {
+			points[i].Decomposition = &d
+		}
 	}
 	return points, nil
 }
@@ -156,7 +168,7 @@ func (s *Sweep) Describe() string { return "sweep of " + s.Vary + ": " + s.base.
 
 // Report returns the JSON document of points.
 func (s *Sweep) Report(points []Point) SweepReport {
-	r := SweepReport{Scenario: s.Describe(), Vary: s.Vary, Points: points}
+	r := SweepReport{Schema: SchemaVersion, Config: s.base.Config(), Warnings: s.base.Warnings(), Scenario: s.Describe(), Vary: s.Vary, Points: points}
 	r.Calibration, r.CalibrationConstants = s.base.calibrationJSON()
 	return r
 }
@@ -169,10 +181,17 @@ func (s *Sweep) WriteJSON(w io.Writer, points []Point) error { return writeJSON(
 // line per point and algorithm that failed in some run.
 func (s *Sweep) WriteText(w io.Writer, points []Point) error {
 	fmt.Fprintln(w, s.Describe())
+	for _, warn := range s.base.warnings {
+		fmt.Fprintln(w, "WARNING: "+warn)
+	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintf(tw, "%s\t", s.Vary)
 	for _, a := range s.base.algs {
 		fmt.Fprintf(tw, "%s (s/token)\t", a.Name)
+	}
+	gain := len(points) > 0 && points[0].Decomposition != nil
+	if gain {
+		fmt.Fprint(tw, "gain from first token\t")
 	}
 	fmt.Fprintln(tw)
 	for _, p := range points {
@@ -183,6 +202,13 @@ func (s *Sweep) WriteText(w io.Writer, points []Point) error {
 				continue
 			}
 			fmt.Fprintf(tw, "%.3f\t", r.PerToken)
+		}
+		if gain {
+			if p.Decomposition != nil {
+				fmt.Fprintf(tw, "%.0f%%\t", 100*p.Decomposition.FirstShare)
+			} else {
+				fmt.Fprint(tw, "-\t")
+			}
 		}
 		fmt.Fprintln(tw)
 	}

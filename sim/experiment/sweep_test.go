@@ -99,8 +99,11 @@ func TestSweepRun(t *testing.T) {
 	lines := strings.Split(strings.TrimSpace(text.String()), "\n")
 	require.Len(t, lines, 4, text.String()) // header, column names, two values
 	require.Equal(t, "sweep of rate: clustered (Table 2), client in Cluster0; BLOOM-176B, lI = 20, l_max = 128, rate swept, "+
-		"requests per point shown in the JSON, 1 runs, seed 1, calibration none", lines[0])
-	require.Equal(t, "rate  proposed (s/token)  petals (s/token)", strings.TrimSpace(lines[1]))
+		"requests per point shown in the JSON, 1 runs, seed 1, calibration none; "+
+		"servers batched (+3% per extra session, assumed), link cost eq8, placement batch", lines[0])
+	require.Equal(t, "rate  proposed (s/token)  petals (s/token)  gain from first token", strings.TrimSpace(lines[1]))
+	require.NotNil(t, points[0].Decomposition, "proposed and petals both ran")
+	require.InDelta(t, 1, points[0].Decomposition.FirstShare+points[0].Decomposition.RemainingShare, 1e-9)
 	require.True(t, strings.HasPrefix(strings.TrimSpace(lines[3]), "0.05"))
 
 	var js bytes.Buffer
