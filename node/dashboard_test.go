@@ -32,8 +32,8 @@ var (
 	dashboardCoverage = []int{2, 3, 3, 3, 2}
 )
 
-// dashboardStartTimeout bounds the start of the five servers: under -race
-// on a loaded machine each one's tau measurement can take a minute.
+// dashboardStartTimeout bounds the start of the five servers (loading the
+// model under -race on a loaded machine).
 const dashboardStartTimeout = 4 * time.Minute
 
 // startDashboardSwarm runs len(spans) servers of stories260K on their own
@@ -57,7 +57,7 @@ func startDashboardSwarm(t *testing.T, spans []swarm.Span) (urls, ids []string) 
 		if first == nil {
 			first = m
 		}
-		cfg := serverConfig(t, cache, boot)
+		cfg := pinnedServerConfig(t, cache, boot) // no tau measurement: fast under -race
 		cfg.Auto, cfg.Server.Blocks, cfg.Server.Listen, cfg.Server.MemoryBytes = false, s, "127.0.0.1:0", 0
 		cfg.Provider = "volunteer-" + strconv.Itoa(i+1)
 		cfg.LoadRefresh = 0
