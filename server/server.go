@@ -273,6 +273,11 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET "+api.InfoPath, s.serveInfo)
 	mux.HandleFunc("GET "+api.InferencePath, s.serveInference)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == api.InfoPath || r.URL.Path == api.InferencePath {
+			w.Header().Set("Allow", http.MethodGet)
+			http.Error(w, "GET only", http.StatusMethodNotAllowed)
+			return
+		}
 		if h := s.fallback.Load(); h != nil {
 			(*h).ServeHTTP(w, r)
 			return
