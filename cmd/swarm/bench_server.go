@@ -17,7 +17,7 @@ func newBenchCmd() *cobra.Command {
 		Short: "Benchmark parts of the swarm on this machine",
 		Args:  cobra.NoArgs,
 	}
-	cmd.AddCommand(newBenchServerCmd(), newBenchChurnCmd(), newBenchMemoryCmd())
+	cmd.AddCommand(newBenchServerCmd(), newBenchChurnCmd(), newBenchMemoryCmd(), newBenchLocalCmd())
 	return cmd
 }
 
