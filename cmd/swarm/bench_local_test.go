@@ -25,6 +25,17 @@ func skipWithoutLlamaCpp(t *testing.T) {
 	}
 }
 
+// synthTinyQ8 writes a 2-block Q8_0 GGUF model (d 256, ffn 704, 8 heads,
+// 4 KV heads, vocabulary 512) with `swarm model synth` and returns its path.
+func synthTinyQ8(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	_, errOut, code := runSwarmProcess(t, "model", "synth", "--layers", "2", "--dim", "256", "--ffn", "704",
+		"--heads", "8", "--kv-heads", "4", "--vocab", "512", "--dtype", "q8_0", "--formats", "gguf", "--out", dir, "--name", "tiny")
+	require.Zero(t, code, errOut)
+	return filepath.Join(dir, "tiny.gguf")
+}
+
 // engineJSON is one engine's part of `swarm bench local --json`.
 type engineJSON struct {
 	Engine string            `json:"engine"`
@@ -49,11 +60,7 @@ type engineJSON struct {
 // + 139264 + 1024 = 1711104.
 func TestBenchLocalVsLlamaCpp(t *testing.T) {
 	skipWithoutLlamaCpp(t)
-	dir := t.TempDir()
-	_, errOut, code := runSwarmProcess(t, "model", "synth", "--layers", "2", "--dim", "256", "--ffn", "704",
-		"--heads", "8", "--kv-heads", "4", "--vocab", "512", "--dtype", "q8_0", "--formats", "gguf", "--out", dir, "--name", "tiny")
-	require.Zero(t, code, errOut)
-	out, errOut, code := runSwarmProcess(t, "bench", "local", "--model", filepath.Join(dir, "tiny.gguf"),
+	out, errOut, code := runSwarmProcess(t, "bench", "local", "--model", synthTinyQ8(t),
 		"--vs-llama-cpp", "--rounds", "1", "--prompt-tokens", "8", "--gen-tokens", "4", "--threads", "1",
 		"--bandwidth-size", "16MiB", "--json")
 	require.Zero(t, code, errOut)
@@ -81,5 +88,39 @@ func TestBenchLocalVsLlamaCpp(t *testing.T) {
 	}
 	for _, k := range []string{"load_s", "prefill_tok_s", "decode_tok_s"} {
 		require.Positive(t, rep.Ratio[k], k)
+	}
+}
+
+// TestBenchServerVsLlamaCpp runs `swarm bench server --vs-llama-cpp` on the
+// tiny model served whole and checks each concurrency row carries
+// llama.cpp's aggregate tok/s with N sequences and the ratio ours/theirs.
+func TestBenchServerVsLlamaCpp(t *testing.T) {
+	skipWithoutLlamaCpp(t)
+	out, errOut, code := runSwarmProcess(t, "bench", "server", "--model", synthTinyQ8(t), "--blocks", "0:2",
+		"--concurrency", "1,2", "--tokens", "4", "--prefill", "0", "--vs-llama-cpp", "--measure-cache", t.TempDir(), "--json")
+	require.Zero(t, code, errOut)
+	var rep struct {
+		Results []struct {
+			Concurrency   int     `json:"concurrency"`
+			AggregateTokS float64 `json:"aggregate_tok_s"`
+			LlamaCppTokS  float64 `json:"llama_cpp_aggregate_tok_s"`
+			Ratio         float64 `json:"ratio_vs_llama_cpp"`
+		} `json:"results"`
+		LlamaCpp struct {
+			Sequences []struct {
+				Sequences     int     `json:"sequences"`
+				AggregateTokS float64 `json:"aggregate_tok_s"`
+			} `json:"sequences"`
+		} `json:"llama_cpp"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(out), &rep), out)
+	require.Len(t, rep.Results, 2)
+	require.Len(t, rep.LlamaCpp.Sequences, 2)
+	for i, r := range rep.Results {
+		require.Equal(t, []int{1, 2}[i], r.Concurrency)
+		require.Equal(t, r.Concurrency, rep.LlamaCpp.Sequences[i].Sequences)
+		require.Positive(t, r.LlamaCppTokS)
+		require.InDelta(t, rep.LlamaCpp.Sequences[i].AggregateTokS, r.LlamaCppTokS, 0)
+		require.InDelta(t, r.AggregateTokS/r.LlamaCppTokS, r.Ratio, 1e-9*r.Ratio)
 	}
 }
