@@ -9,6 +9,7 @@ import (
 	"runtime"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"text/tabwriter"
 	"time"
 )
@@ -114,8 +115,9 @@ func Measure(ctx context.Context, cfg Config) (Report, error) {
 	return rep, nil
 }
 
-// sink keeps the checksums alive so no compiler can drop the reads.
-var sink uint64
+// sink keeps the checksums alive so no compiler can drop the reads; it
+// is atomic because ReadBandwidth may run concurrently.
+var sink atomic.Uint64
 
 // ReadBandwidth reads buf with workers goroutines, each over a contiguous
 // 1/workers of it through kernel k, passes times, and returns the best
@@ -146,7 +148,7 @@ func ReadBandwidth(ctx context.Context, buf []byte, workers, passes int, k Kerne
 			best = max(best, float64(len(buf))/s)
 		}
 		for _, s := range sums {
-			sink += s
+			sink.Add(s)
 		}
 	}
 	return best, nil
