@@ -91,6 +91,9 @@ var depRules = map[string]depRule{
 	"ingress/ingresstest":   {never: []string{"cmd"}, testOnly: true},
 	"internal/testenv":      {only: []string{}, testOnly: true},
 	"internal/supervise":    {only: []string{}},
+	"internal/membw":        {only: []string{}},
+	"internal/llamabench":   {only: []string{}},
+	"internal/enginebench":  {never: []string{"server", "registry", "node", "sim", "ingress", "cmd"}},
 	"internal/launch":       {only: []string{"internal/supervise"}},
 	"internal/churn":        {never: []string{"server", "client", "sim", "cmd", "ingress/openai", "ingress/petals"}, required: []string{"internal/launch", "ingress/loadtest"}},
 }

@@ -5,6 +5,7 @@ go 1.26.8
 require (
 	github.com/cockroachdb/datadriven v1.0.2
 	github.com/dlclark/regexp2 v1.12.0
+	github.com/dustin/go-humanize v1.0.1
 	github.com/eliben/go-sentencepiece v0.6.0
 	github.com/gorilla/websocket v1.5.3
 	github.com/gpustack/gguf-parser-go v0.28.1
@@ -61,7 +62,6 @@ require (
 	github.com/davidlazar/go-crypto v0.0.0-20200604182044-b73af7476f6c // indirect
 	github.com/decred/dcrd/dcrec/secp256k1/v4 v4.4.1 // indirect
 	github.com/dunglas/httpsfv v1.1.1 // indirect
-	github.com/dustin/go-humanize v1.0.1 // indirect
 	github.com/emirpasic/gods v1.18.1 // indirect
 	github.com/filecoin-project/go-clock v0.1.0 // indirect
 	github.com/flynn/noise v1.1.0 // indirect

@@ -2,9 +2,11 @@ package main
 
 import (
 	"fmt"
+	"os"
 
 	"github.com/spf13/cobra"
 
+	"github.com/swarmllm/swarm/internal/llamabench"
 	"github.com/swarmllm/swarm/server/serverbench"
 	"github.com/swarmllm/swarm/swarm"
 )
@@ -17,7 +19,7 @@ func newBenchCmd() *cobra.Command {
 		Short: "Benchmark parts of the swarm on this machine",
 		Args:  cobra.NoArgs,
 	}
-	cmd.AddCommand(newBenchServerCmd(), newBenchChurnCmd())
+	cmd.AddCommand(newBenchServerCmd(), newBenchChurnCmd(), newBenchMemoryCmd(), newBenchLocalCmd())
 	return cmd
 }
 
@@ -34,15 +36,23 @@ token per step.
 Client and server share this machine's CPUs; the client side is small (no
 model head, synthetic hidden states).
 
+With --vs-llama-cpp (a GGUF file served whole, --blocks 0:L) llama.cpp then
+decodes the same file through clients/js/llama_bench.mjs (node and the
+node-llama-cpp package pinned in clients/js), one context of N sequences
+for each N of --concurrency, GOMAXPROCS threads, and each row gains its
+aggregate tok/s and the ratio ours/theirs. Its steps include the LM head and
+sampling, ours only the blocks.
+
 Example:
   swarm bench server --model 7b.gguf --blocks 0:4 --concurrency 1,4,16 --tokens 64 --json`
 
 func newBenchServerCmd() *cobra.Command {
 	cfg := serverbench.DefaultConfig()
 	var blocks, concurrency string
-	var asJSON bool
+	var asJSON, vs bool
+	var script string
 	cmd := &cobra.Command{
-		Use:   "server --model PATH --blocks START:END [--concurrency 1,4,16] [--tokens N] [--json]",
+		Use:   "server --model PATH --blocks START:END [--concurrency 1,4,16] [--tokens N] [--vs-llama-cpp] [--json]",
 		Short: "Measure a server's aggregate decode throughput with N concurrent sessions",
 		Long:  benchServerLong,
 		Args:  cobra.NoArgs,
@@ -57,6 +67,15 @@ func newBenchServerCmd() *cobra.Command {
 			}
 			if err := cfg.Validate(); err != nil {
 				return fmt.Errorf("%w: %w", errUsage, err)
+			}
+			if vs {
+				wd, err := os.Getwd()
+				if err != nil {
+					return err
+				}
+				if cfg.LlamaBench, err = llamabench.FindScript(wd, script); err != nil {
+					return err
+				}
 			}
 			rep, err := serverbench.Run(cmd.Context(), cfg, nil)
 			if err != nil {
@@ -80,6 +99,8 @@ func newBenchServerCmd() *cobra.Command {
 	f.IntVar(&cfg.Warmup, "warmup", cfg.Warmup, "untimed decode steps per session before the timed ones")
 	f.IntVar(&cfg.Prefill, "prefill", cfg.Prefill, "prompt length of the prefill comparison (one step vs one token per step); 0 skips it")
 	f.StringVar(&cfg.MeasureCacheDir, "measure-cache", "", "the server's measurement cache directory (default: the user cache dir)")
-	f.BoolVar(&asJSON, "json", false, `print {"results":[{"concurrency":N,"aggregate_tok_s":..,"tpot_s":..,"gflops":..},...],"prefill":{...}}`)
+	f.BoolVar(&vs, "vs-llama-cpp", false, "then run llama.cpp (node-llama-cpp in clients/js) on the same GGUF file with N sequences per --concurrency value; needs --blocks 0:L")
+	f.StringVar(&script, "llama-bench", "", "path of llama_bench.mjs (default: "+llamabench.Script+" found from the working directory upward)")
+	f.BoolVar(&asJSON, "json", false, `print {"results":[{"concurrency":N,"aggregate_tok_s":..,"tpot_s":..,"gflops":..[,"llama_cpp_aggregate_tok_s":..,"ratio_vs_llama_cpp":..]},...],"prefill":{...}[,"llama_cpp":{...}]}`)
 	return cmd
 }

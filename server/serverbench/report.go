@@ -18,9 +18,17 @@ func (r Report) WriteJSON(w io.Writer) error {
 // then the prefill comparison.
 func (r Report) WriteTable(w io.Writer) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "concurrency\taggregate tok/s\tTPOT ms\tGFLOP/s\t")
+	if r.LlamaCpp == nil {
+		fmt.Fprintln(tw, "concurrency\taggregate tok/s\tTPOT ms\tGFLOP/s\t")
+	} else {
+		fmt.Fprintln(tw, "concurrency\taggregate tok/s\tTPOT ms\tGFLOP/s\tllama.cpp tok/s\tours/theirs\t")
+	}
 	for _, res := range r.Results {
-		fmt.Fprintf(tw, "%d\t%.2f\t%.1f\t%.1f\t\n", res.Concurrency, res.AggregateTokS, 1e3*res.TPOT, res.GFLOPs)
+		fmt.Fprintf(tw, "%d\t%.2f\t%.1f\t%.1f\t", res.Concurrency, res.AggregateTokS, 1e3*res.TPOT, res.GFLOPs)
+		if r.LlamaCpp != nil {
+			fmt.Fprintf(tw, "%.2f\t%.2fx\t", res.LlamaCppTokS, res.Ratio)
+		}
+		fmt.Fprintln(tw)
 	}
 	if err := tw.Flush(); err != nil {
 		return err

@@ -6,12 +6,14 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/swarmllm/swarm/internal/llamabench"
 	"github.com/swarmllm/swarm/server"
 	"github.com/swarmllm/swarm/swarm"
 )
@@ -43,6 +45,13 @@ type Config struct {
 	// MeasureCacheDir is the server's measurement cache (--measure-cache);
 	// empty means the server's default.
 	MeasureCacheDir string
+	// LlamaBench is the path of clients/js/llama_bench.mjs
+	// (llamabench.FindScript) for --vs-llama-cpp: after our measurements,
+	// llama.cpp decodes the same GGUF file with one context of N sequences
+	// for each N of Concurrency (the same Prompt and Tokens), with
+	// GOMAXPROCS threads. Empty skips it. It needs Blocks to be the whole
+	// model.
+	LlamaBench string
 }
 
 // DefaultConfig returns the defaults: concurrency 1, 4 and 16, 64 tokens
@@ -101,6 +110,14 @@ type Result struct {
 	// GFLOPs is AggregateTokS times the matrix FLOPs of one token through
 	// the span (FLOPsPerToken), in 10^9 FLOP/s.
 	GFLOPs float64 `json:"gflops"`
+	// LlamaCppTokS is llama.cpp's aggregate decode tok/s with Concurrency
+	// sequences of one context on the same file (--vs-llama-cpp), and
+	// Ratio is AggregateTokS over it; both absent without it. llama.cpp's
+	// steps include the LM head and sampling, ours only the blocks (the
+	// bench sends synthetic hidden states), which favours ours by the LM
+	// head's share of the weights.
+	LlamaCppTokS float64 `json:"llama_cpp_aggregate_tok_s,omitempty"`
+	Ratio        float64 `json:"ratio_vs_llama_cpp,omitempty"`
 }
 
 // Prefill compares a prompt computed in one step with the same prompt sent
@@ -123,6 +140,8 @@ type Report struct {
 	Results []Result `json:"results"`
 	// Prefill is the prefill comparison; absent when Config.Prefill is 0.
 	Prefill *Prefill `json:"prefill,omitempty"`
+	// LlamaCpp is llama_bench.mjs's whole output with --vs-llama-cpp.
+	LlamaCpp *llamabench.Result `json:"llama_cpp,omitempty"`
 }
 
 // FLOPsPerToken is the floating-point operations of the matrix products
@@ -136,12 +155,36 @@ func FLOPsPerToken(info swarm.ModelInfo, n int) float64 {
 }
 
 // Run starts a server for cfg.Model's span cfg.Blocks on loopback and
-// measures it at each concurrency, then the prefill comparison. log
-// receives the server's logs; nil discards them.
+// measures it at each concurrency, then the prefill comparison, then (with
+// cfg.LlamaBench, once our server is closed) llama.cpp on the same file.
+// log receives the server's logs; nil discards them. Errors: ErrConfig
+// (also when cfg.LlamaBench is set and cfg.Blocks is not the whole model),
+// the server's, llamabench's.
 func Run(ctx context.Context, cfg Config, log *slog.Logger) (Report, error) {
 	if err := cfg.Validate(); err != nil {
 		return Report{}, err
 	}
+	rep, err := measure(ctx, cfg, log)
+	if err != nil || cfg.LlamaBench == "" {
+		return rep, err
+	}
+	lr, err := llamabench.Run(ctx, cfg.LlamaBench, llamabench.Config{
+		Model: cfg.Model, Threads: runtime.GOMAXPROCS(0), PromptTokens: cfg.Prompt, GenTokens: cfg.Tokens,
+		Sequences: cfg.Concurrency, SeqPromptTokens: cfg.Prompt,
+	})
+	if err != nil {
+		return rep, err
+	}
+	rep.LlamaCpp = &lr
+	for i := range rep.Results {
+		theirs := lr.Sequences[i].AggregateTokS
+		rep.Results[i].LlamaCppTokS, rep.Results[i].Ratio = theirs, rep.Results[i].AggregateTokS/theirs
+	}
+	return rep, nil
+}
+
+// measure runs our server and its measurements.
+func measure(ctx context.Context, cfg Config, log *slog.Logger) (Report, error) {
 	sc := server.DefaultConfig()
 	sc.Model, sc.Blocks, sc.MeasureCacheDir, sc.DrainTimeout = cfg.Model, cfg.Blocks, cfg.MeasureCacheDir, 0
 	srv, err := server.New(ctx, sc, log)
@@ -149,6 +192,9 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) (Report, error) {
 		return Report{}, fmt.Errorf("serverbench: %w", err)
 	}
 	defer srv.Close()
+	if n := srv.ModelInfo().NBlocks; cfg.LlamaBench != "" && (cfg.Blocks.Start != 0 || cfg.Blocks.End != n) {
+		return Report{}, fmt.Errorf("%w: --vs-llama-cpp compares whole models: --blocks %d:%d, want 0:%d", ErrConfig, cfg.Blocks.Start, cfg.Blocks.End, n)
+	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return Report{}, fmt.Errorf("serverbench: %w", err)

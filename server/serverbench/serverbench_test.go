@@ -96,3 +96,16 @@ func TestRun(t *testing.T) {
 	require.NoError(t, rep.WriteTable(&buf))
 	require.Contains(t, buf.String(), "aggregate tok/s")
 }
+
+// TestRunVsLlamaCppNeedsWholeModel checks --vs-llama-cpp refuses a span
+// that is not the whole model (stories260K has 5 blocks) before measuring.
+func TestRunVsLlamaCppNeedsWholeModel(t *testing.T) {
+	cfg := serverbench.DefaultConfig()
+	cfg.Model = testenv.SharedFile(t, "models", "stories260K", "stories260K.bin")
+	cfg.Blocks = swarm.Span{Start: 0, End: 4}
+	cfg.LlamaBench = "llama_bench.mjs"
+	cfg.MeasureCacheDir = t.TempDir()
+	_, err := serverbench.Run(context.Background(), cfg, nil)
+	require.ErrorIs(t, err, serverbench.ErrConfig)
+	require.ErrorContains(t, err, "want 0:5")
+}

@@ -1,0 +1,7 @@
+package enginebench
+
+// Medians and RunWith expose medians and run to the external tests.
+var (
+	Medians = medians
+	RunWith = run
+)
