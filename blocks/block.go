@@ -153,6 +153,10 @@ func (e *cpuEngine) forwardBlock(l *layer, segs []seg, s *scratch, x []float32, 
 		e.rope.apply(s.q[t*qDim:(t+1)*qDim], info.NHeads, cos, sin)
 		e.rope.apply(s.k[t*kvDim:(t+1)*kvDim], info.NKVHeads, cos, sin)
 	}
+	if e.cacheF16 {
+		roundF16(s.k[:n*kvDim])
+		roundF16(s.v[:n*kvDim])
+	}
 	for _, g := range segs {
 		if g.c.ring == 0 {
 			g.c.putRows(g.pos, s.k[g.off*kvDim:(g.off+g.n)*kvDim], s.v[g.off*kvDim:(g.off+g.n)*kvDim])
@@ -233,6 +237,7 @@ func (e *cpuEngine) attention(att, q, k, v []float32, segs []seg, n, window int)
 	}
 	parallelFor(n*nh, 2*longest*hd, func(lo, hi int) {
 		scores := make([]float32, longest)
+		buf := make([]float32, hd)
 		for th := lo; th < hi; th++ {
 			t, h := th/nh, th%nh
 			g := &segs[row[t]]
@@ -247,16 +252,16 @@ func (e *cpuEngine) attention(att, q, k, v []float32, segs []seg, n, window int)
 			sc := scores[:p+1-lo]
 			oh := att[t*qDim+h*hd : t*qDim+(h+1)*hd]
 			if c.ring > 0 {
-				ringAttention(oh, qh, sc, c, k, v, g, lo, off, kvDim, sq)
+				ringAttention(oh, qh, sc, c, k, v, g, lo, off, kvDim, sq, buf)
 				continue
 			}
 			for j := range sc {
-				sc[j] = dotF32(qh, c.kRow(lo + j)[off:off+hd]) / sq
+				sc[j] = dotF32(qh, c.kHead(lo+j, off, hd, buf)) / sq
 			}
 			softmax(sc)
 			clear(oh)
 			for j, a := range sc {
-				vj := c.vRow(lo + j)[off : off+hd]
+				vj := c.vHead(lo+j, off, hd, buf)
 				for i := range oh {
 					oh[i] += a * vj[i]
 				}
@@ -268,34 +273,38 @@ func (e *cpuEngine) attention(att, q, k, v []float32, segs []seg, n, window int)
 // ringAttention is one query head's attention over positions
 // lo..lo+len(sc)-1 when g's cache is a ring. qh, oh [HeadDim] are the
 // query and output head, off the KV head's offset in a row of kvDim, sc
-// the scores' room, k and v this call's keys and values (see ringKV).
-func ringAttention(oh, qh, sc []float32, c *kvCache, k, v []float32, g *seg, lo, off, kvDim int, sq float32) {
+// the scores' room, k and v this call's keys and values (see ringKV), buf
+// [HeadDim] room to widen an f16 cache's head into.
+func ringAttention(oh, qh, sc []float32, c *kvCache, k, v []float32, g *seg, lo, off, kvDim int, sq float32, buf []float32) {
 	hd := len(qh)
 	for j := range sc {
-		kp, _ := ringKV(c, k, v, g, lo+j, off, kvDim, hd)
+		kp := ringKV(c, false, k, g, lo+j, off, kvDim, hd, buf)
 		sc[j] = dotF32(qh, kp) / sq
 	}
 	softmax(sc)
 	clear(oh)
 	for j, a := range sc {
-		_, vp := ringKV(c, k, v, g, lo+j, off, kvDim, hd)
+		vp := ringKV(c, true, v, g, lo+j, off, kvDim, hd, buf)
 		for i := range oh {
 			oh[i] += a * vp[i]
 		}
 	}
 }
 
-// ringKV returns the key and value head [HeadDim] at offset off of
+// ringKV returns the key (or value) head [HeadDim] at offset off of
 // position p for seg g over ring cache c: positions before g.pos from row
-// p % ring of the cache, the seg's own from row g.off + p - g.pos of this
-// call's k and v.
-func ringKV(c *kvCache, k, v []float32, g *seg, p, off, kvDim, hd int) (kp, vp []float32) {
+// p % ring of the cache (values when isV, else keys; widened into buf for
+// an f16 cache), the seg's own from row g.off + p - g.pos of this call's x
+// (k or v).
+func ringKV(c *kvCache, isV bool, x []float32, g *seg, p, off, kvDim, hd int, buf []float32) []float32 {
 	if p < g.pos {
-		r := p % c.ring
-		return c.kRow(r)[off : off+hd], c.vRow(r)[off : off+hd]
+		if isV {
+			return c.vHead(p%c.ring, off, hd, buf)
+		}
+		return c.kHead(p%c.ring, off, hd, buf)
 	}
 	r := (g.off+p-g.pos)*kvDim + off
-	return k[r : r+hd], v[r : r+hd]
+	return x[r : r+hd]
 }
 
 // rmsnorm writes o = w * x / sqrt(mean(x^2) + eps) (Zhang & Sennrich 2019,

@@ -24,10 +24,15 @@ type cpuEngine struct {
 	// fullCaches makes sessions give sliding-window blocks full-length
 	// caches instead of rings (tests compare the two; see export_test.go).
 	fullCaches bool
+	// cacheF16 keeps K and V as binary16 (cpuBackend.cache).
+	cacheF16 bool
 
-	mu     sync.RWMutex // guards layers and closed
+	mu     sync.RWMutex // guards layers, releases and closed
 	layers []*layer     // layers[b-span.Start] is block b
-	closed bool
+	// releases let go of the mapped file regions the layers' matrices
+	// point into (cpuLayer); Close calls them.
+	releases []func()
+	closed   bool
 }
 
 var _ Engine = (*cpuEngine)(nil)
@@ -114,7 +119,7 @@ func (e *cpuEngine) NewSession(sub swarm.Span, maxLength int) (Session, error) {
 			// A ring: every sliding block of the session has the same size.
 			ring, s.ring = n, n
 		}
-		s.caches[i] = newKVCache(n, kvDim, ring)
+		s.caches[i] = newKVCache(n, kvDim, ring, e.cacheF16)
 		s.cacheBytes += int64(n) * e.info.CacheBytesPerToken
 	}
 	return s, nil
@@ -127,5 +132,11 @@ func (e *cpuEngine) Close() error {
 	defer e.mu.Unlock()
 	e.closed = true
 	e.layers = nil
+	// Every reader of the weights holds mu (read), so no Forward still
+	// reads the mapping when it goes.
+	for _, r := range e.releases {
+		r()
+	}
+	e.releases = nil
 	return nil
 }

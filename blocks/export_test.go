@@ -11,7 +11,21 @@ func UseFullCaches(e Engine) { e.(*cpuEngine).fullCaches = true }
 func CapacityCacheBytes(s Session) int64 {
 	var n int64
 	for _, c := range s.(*cpuSession).caches {
-		n += 2 * 4 * int64(c.rows*c.kvDim)
+		size := int64(4)
+		if c.f16 {
+			size = 2
+		}
+		n += 2 * size * int64(c.rows*c.kvDim)
 	}
 	return n
+}
+
+// MappedMatrices is the number of e's weight matrices that point into a
+// memory-mapped file instead of the heap. e must be an Engine of this
+// package.
+func MappedMatrices(e Engine) int {
+	ce := e.(*cpuEngine)
+	ce.mu.RLock()
+	defer ce.mu.RUnlock()
+	return len(ce.releases)
 }

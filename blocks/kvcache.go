@@ -8,7 +8,7 @@ const (
 )
 
 // kvCache is one block's attention cache for one session: keys and values
-// [rows, NKVHeads*HeadDim] each, float32, held in pages of cachePageRows
+// [rows, NKVHeads*HeadDim] each, float32 or binary16 (f16), held in pages of cachePageRows
 // rows that are allocated when a step first writes them. A session opened
 // for maxLength positions is admitted for all of them (admission reserves
 // the full size, paper 003 eq. 2), but holds only the pages its positions
@@ -19,36 +19,80 @@ const (
 type kvCache struct {
 	kvDim int
 	rows  int         // capacity: maxLength, or ring
-	k, v  [][]float32 // pages; page i holds rows i*cachePageRows..
-	ring  int         // rows of a ring cache; 0 for a full cache
+	k, v  [][]float32 // float32 pages; page i holds rows i*cachePageRows..
+	// k16, v16 are the pages of an f16 cache (k, v stay empty): binary16
+	// bit patterns of keys and values already rounded to binary16 when
+	// computed (roundF16), so storing them loses nothing.
+	k16, v16 [][]uint16
+	f16      bool
+	ring     int // rows of a ring cache; 0 for a full cache
 	// from is the first position a ring cache still holds (it holds
 	// from..the session's length-1 when from is below that).
 	from int
 }
 
 // newKVCache returns an empty cache of rows rows of kvDim values each; ring
-// is rows for a ring cache, 0 for a full one. No page is allocated yet.
-func newKVCache(rows, kvDim, ring int) kvCache {
+// is rows for a ring cache, 0 for a full one; f16 keeps binary16 values.
+// No page is allocated yet.
+func newKVCache(rows, kvDim, ring int, f16 bool) kvCache {
 	pages := (rows + cachePageRows - 1) / cachePageRows
-	return kvCache{kvDim: kvDim, rows: rows, ring: ring, k: make([][]float32, 0, pages), v: make([][]float32, 0, pages)}
+	c := kvCache{kvDim: kvDim, rows: rows, ring: ring, f16: f16}
+	if f16 {
+		c.k16, c.v16 = make([][]uint16, 0, pages), make([][]uint16, 0, pages)
+	} else {
+		c.k, c.v = make([][]float32, 0, pages), make([][]float32, 0, pages)
+	}
+	return c
 }
 
-// kRow and vRow return row r [kvDim] of the keys and values; r must lie in
-// a page already allocated (reserve).
-func (c *kvCache) kRow(r int) []float32 {
-	o := (r & (cachePageRows - 1)) * c.kvDim
-	return c.k[r>>cachePageShift][o : o+c.kvDim]
+// pages is the number of pages allocated.
+func (c *kvCache) pages() int { return len(c.k) + len(c.k16) }
+
+// kHead and vHead return elements off..off+hd of row r of the keys and
+// values as float32: in place for a float32 cache, widened into buf [hd]
+// for an f16 one. r must lie in a page already allocated (reserve).
+func (c *kvCache) kHead(r, off, hd int, buf []float32) []float32 {
+	o := (r&(cachePageRows-1))*c.kvDim + off
+	if c.f16 {
+		cvtF16(buf[:hd], c.k16[r>>cachePageShift][o:o+hd])
+		return buf[:hd]
+	}
+	return c.k[r>>cachePageShift][o : o+hd]
 }
 
-func (c *kvCache) vRow(r int) []float32 {
+func (c *kvCache) vHead(r, off, hd int, buf []float32) []float32 {
+	o := (r&(cachePageRows-1))*c.kvDim + off
+	if c.f16 {
+		cvtF16(buf[:hd], c.v16[r>>cachePageShift][o:o+hd])
+		return buf[:hd]
+	}
+	return c.v[r>>cachePageShift][o : o+hd]
+}
+
+// putRow writes the key and value rows k, v [kvDim] into row r.
+func (c *kvCache) putRow(r int, k, v []float32) {
 	o := (r & (cachePageRows - 1)) * c.kvDim
-	return c.v[r>>cachePageShift][o : o+c.kvDim]
+	p := r >> cachePageShift
+	if c.f16 {
+		dk, dv := c.k16[p][o:o+c.kvDim], c.v16[p][o:o+c.kvDim]
+		for i := range dk {
+			dk[i], dv[i] = f32ToF16(k[i]), f32ToF16(v[i])
+		}
+		return
+	}
+	copy(c.k[p][o:o+c.kvDim], k)
+	copy(c.v[p][o:o+c.kvDim], v)
 }
 
 // reserve allocates the pages rows 0..n-1 lie in (n <= rows).
 func (c *kvCache) reserve(n int) {
-	for len(c.k)*cachePageRows < n {
-		r := min(cachePageRows, c.rows-len(c.k)*cachePageRows) * c.kvDim
+	for c.pages()*cachePageRows < n {
+		r := min(cachePageRows, c.rows-c.pages()*cachePageRows) * c.kvDim
+		if c.f16 {
+			c.k16 = append(c.k16, make([]uint16, r))
+			c.v16 = append(c.v16, make([]uint16, r))
+			continue
+		}
 		c.k = append(c.k, make([]float32, r))
 		c.v = append(c.v, make([]float32, r))
 	}
@@ -60,8 +104,18 @@ func (c *kvCache) putRows(pos int, k, v []float32) {
 	n := len(k) / c.kvDim
 	c.reserve(pos + n)
 	for t := range n {
-		copy(c.kRow(pos+t), k[t*c.kvDim:(t+1)*c.kvDim])
-		copy(c.vRow(pos+t), v[t*c.kvDim:(t+1)*c.kvDim])
+		c.putRow(pos+t, k[t*c.kvDim:(t+1)*c.kvDim], v[t*c.kvDim:(t+1)*c.kvDim])
+	}
+}
+
+// roundF16 rounds every value of x to the nearest binary16 (in place, kept
+// as float32): what an f16 cache stores. Attention then reads the same
+// numbers from the cache and from the step's own k and v, so prefill and
+// decode agree bit for bit. Values beyond binary16's range become ±Inf.
+func roundF16(x []float32) {
+	t := f16Table()
+	for i, f := range x {
+		x[i] = t[f32ToF16(f)]
 	}
 }
 
@@ -75,8 +129,7 @@ func (c *kvCache) store(k, v []float32, g seg, kvDim int) {
 	for t := max(0, g.n-c.ring); t < g.n; t++ {
 		r := (g.pos + t) % c.ring
 		src := (g.off + t) * kvDim
-		copy(c.kRow(r), k[src:src+kvDim])
-		copy(c.vRow(r), v[src:src+kvDim])
+		c.putRow(r, k[src:src+kvDim], v[src:src+kvDim])
 	}
 	c.from = max(c.from, g.pos+g.n-c.ring)
 }
@@ -86,6 +139,9 @@ func (c *kvCache) heldBytes() int64 {
 	var n int64
 	for i := range c.k {
 		n += 4 * int64(len(c.k[i])+len(c.v[i]))
+	}
+	for i := range c.k16 {
+		n += 2 * int64(len(c.k16[i])+len(c.v16[i]))
 	}
 	return n
 }

@@ -1,7 +1,6 @@
 package blocks
 
 import (
-	"encoding/binary"
 	"fmt"
 	"math"
 	"sync"
@@ -75,15 +74,9 @@ func (m *matrix) rowBytes() int {
 func (m *matrix) setRaw(r0 int, raw []byte) {
 	switch m.dtype {
 	case swarm.DTypeF32:
-		dst := m.f32[r0*m.cols:]
-		for i := range len(raw) / 4 {
-			dst[i] = math.Float32frombits(binary.LittleEndian.Uint32(raw[4*i:]))
-		}
+		copyLE32(m.f32[r0*m.cols:r0*m.cols+len(raw)/4], raw)
 	case swarm.DTypeF16, swarm.DTypeBF16:
-		dst := m.u16[r0*m.cols:]
-		for i := range len(raw) / 2 {
-			dst[i] = binary.LittleEndian.Uint16(raw[2*i:])
-		}
+		copyLE16(m.u16[r0*m.cols:r0*m.cols+len(raw)/2], raw)
 	default:
 		copy(m.q[r0*m.rowBytes():], raw)
 	}

@@ -92,6 +92,11 @@ type modelFile struct {
 	path string
 	f    File
 	size int64
+	// mapped is the file's read-only mapping once an engine asked for it
+	// (Model.fileMapping), nil before; mapFailed records that the file
+	// cannot be mapped. Both are guarded by Model.mu.
+	mapped    *mapping
+	mapFailed bool
 }
 
 // Model is an opened model file (or Hugging Face directory): its metadata
@@ -270,13 +275,19 @@ func (m *Model) Format() string { return m.format }
 func (m *Model) TokenizerPath() string { return m.tokenizerPath }
 
 // Close closes the model's files. Engines and heads already loaded keep
-// working; LoadSpan and LoadHead return ErrClosed.
+// working (an engine's memory-mapped weights stay mapped until the engine
+// closes); LoadSpan and LoadHead return ErrClosed.
 func (m *Model) Close() error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	var errs []error
 	for _, f := range m.files {
 		errs = append(errs, f.f.Close())
+		if f.mapped != nil {
+			// The Model's reference: engines with matrices in the
+			// mapping keep it until they close.
+			errs = append(errs, f.mapped.release())
+		}
 	}
 	m.files = nil
 	m.closed = true

@@ -44,6 +44,13 @@ type Config struct {
 	// Device names the engine backend computing the blocks (--device,
 	// blocks.LookupBackend): "" or "cpu" for the built-in CPU engine.
 	Device string
+	// CacheDType is the element type of the attention caches
+	// (--cache-dtype): swarm.DTypeF32 or DTypeF16, which halves
+	// CacheBytesPerToken (s_c of memory model eq. 2) and so roughly doubles
+	// the sessions --memory admits, at slightly different logits.
+	// DTypeInvalid (the zero value) means the backend's default (f32 on
+	// the CPU).
+	CacheDType swarm.DType
 	// Listen is the TCP address to listen on (--listen HOST:PORT; port 0
 	// lets the OS choose).
 	Listen string
@@ -147,8 +154,8 @@ func (c Config) Validate() error {
 	if err := c.Blocks.Validate(0); err != nil {
 		return fmt.Errorf("%w: --blocks: %w", ErrBadConfig, err)
 	}
-	if _, err := blocks.LookupBackend(c.Device); err != nil {
-		return fmt.Errorf("%w: --device: %w", ErrBadConfig, err)
+	if _, err := c.backend(); err != nil {
+		return err
 	}
 	if c.Listen != "" {
 		if _, _, err := net.SplitHostPort(c.Listen); err != nil {
@@ -164,11 +171,27 @@ func DeviceHelp() string {
 		" (/v1/info advertises it and its attention-cache dtype)"
 }
 
-// loadEngine builds the configured backend's engine for the span of m.
-func (c Config) loadEngine(m *blocks.Model) (blocks.Engine, error) {
+// backend is the configured backend (--device) keeping its attention
+// caches as --cache-dtype says. Errors wrap ErrBadConfig.
+func (c Config) backend() (blocks.Backend, error) {
 	b, err := blocks.LookupBackend(c.Device)
 	if err != nil {
 		return nil, fmt.Errorf("%w: --device: %w", ErrBadConfig, err)
+	}
+	if c.CacheDType == swarm.DTypeInvalid {
+		return b, nil
+	}
+	if b, err = blocks.WithCacheDType(b, c.CacheDType); err != nil {
+		return nil, fmt.Errorf("%w: --cache-dtype: %w", ErrBadConfig, err)
+	}
+	return b, nil
+}
+
+// loadEngine builds the configured backend's engine for the span of m.
+func (c Config) loadEngine(m *blocks.Model) (blocks.Engine, error) {
+	b, err := c.backend()
+	if err != nil {
+		return nil, err
 	}
 	engine, err := m.LoadSpanWith(b, c.Blocks)
 	if err != nil {

@@ -118,9 +118,9 @@ func newServer(ctx context.Context, cfg Config, log *slog.Logger, engine blocks.
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("server: %w", err)
 	}
-	backend, err := blocks.LookupBackend(cfg.Device)
+	backend, err := cfg.backend()
 	if err != nil {
-		return nil, fmt.Errorf("%w: --device: %w", ErrBadConfig, err)
+		return nil, err
 	}
 	var t Timing
 	if cfg.Timing != nil {

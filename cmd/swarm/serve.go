@@ -97,6 +97,7 @@ type serveOptions struct {
 	maxLength      int
 	joinSettle     time.Duration
 	provider       string
+	cacheDType     string
 	planners       []string
 	rebalance      time.Duration
 	// swarm: the server joins the swarm (derived from the flags).
@@ -115,6 +116,13 @@ func newServeCmd() *cobra.Command {
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			f := cmd.Flags()
+			if o.cacheDType != "" {
+				d, err := swarm.ParseDType(o.cacheDType)
+				if err != nil || (d != swarm.DTypeF32 && d != swarm.DTypeF16) {
+					return fmt.Errorf("%w: --cache-dtype %q, want f32 or f16", errUsage, o.cacheDType)
+				}
+				cfg.CacheDType = d
+			}
 			if fr.enabled {
 				return runServeFullRange(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), cfg, o, fr, fullRangeJoins(f.Changed))
 			}
@@ -137,6 +145,9 @@ func newServeCmd() *cobra.Command {
 	f.StringVar(&o.blocks, "blocks", "", "span of blocks to host, START:END, 0-based half-open (0:2 hosts blocks 0 and 1), or auto: chosen by\n"+
 		"incremental CG-BP placement from the registry (required)")
 	f.StringVar(&cfg.Device, "device", "cpu", server.DeviceHelp())
+	f.StringVar(&o.cacheDType, "cache-dtype", "", "element type of the attention caches (K and V), f32 or f16; empty = the device's default (f32 on cpu).\n"+
+		"f16 halves the cache bytes per token (s_c), so --memory admits about twice the sessions; logits change slightly\n"+
+		"(prefill and decode still agree bit for bit, so failover replay is exact when every server of a chain uses the same dtype)")
 	f.StringVar(&cfg.Listen, "listen", cfg.Listen, "TCP address of the websocket, HOST:PORT; port 0 lets the OS choose (the URL is printed);\n"+
 		"none: no websocket, sessions only over the /swarm/inference/1 libp2p stream")
 	f.Int64Var(&cfg.MemoryBytes, "memory", 0, fmt.Sprintf("memory M_j for block weights plus attention caches, bytes; 0 = with a fixed span the weights plus room\n"+
