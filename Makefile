@@ -4,7 +4,7 @@ BIN     ?= bin/swarm
 PKGS    ?= ./...
 TIMEOUT ?= 25m
 
-.PHONY: all build test vet fmt-check cross oracles demo bench fuzz tidy clean
+.PHONY: all build test vet fmt-check cross release oracles demo bench fuzz tidy clean
 
 all: build
 
@@ -21,6 +21,21 @@ test: fmt-check vet cross oracles
 cross:
 	GOOS=windows GOARCH=amd64 CGO_ENABLED=0 $(GO) build -o /dev/null ./cmd/swarm
 	GOOS=darwin GOARCH=arm64 CGO_ENABLED=0 $(GO) build -o /dev/null ./cmd/swarm
+
+# Release binaries: every GOOS x GOARCH of PLATFORMS, static (CGO_ENABLED=0),
+# into dist/swarm-VERSION-OS-ARCH[.exe], with dist/SHA256SUMS
+# (check with `cd dist && sha256sum -c SHA256SUMS`).
+VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+PLATFORMS ?= linux/amd64 linux/arm64 darwin/amd64 darwin/arm64 windows/amd64 windows/arm64
+RELEASE_LDFLAGS ?= -s -w -X main.version=$(VERSION)
+release:
+	rm -rf dist && mkdir -p dist
+	@set -e; for p in $(PLATFORMS); do \
+		os=$${p%/*}; arch=$${p#*/}; ext=; [ $$os = windows ] && ext=.exe; \
+		out=dist/swarm-$(VERSION)-$$os-$$arch$$ext; echo "build $$out"; \
+		GOOS=$$os GOARCH=$$arch CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(RELEASE_LDFLAGS)' -o $$out ./cmd/swarm; \
+	done
+	cd dist && sha256sum swarm-* > SHA256SUMS
 
 # Every architecture x {f32, f16, q8_0} against llama.cpp (node-llama-cpp):
 # about a minute without -race; under -race (below) only the f32 rows and
@@ -53,4 +68,4 @@ tidy:
 	git diff --exit-code go.mod go.sum
 
 clean:
-	rm -rf bin
+	rm -rf bin dist

@@ -90,6 +90,7 @@ var depRules = map[string]depRule{
 	"ingress/ingresstest":   {never: []string{"cmd"}, testOnly: true},
 	"internal/testenv":      {only: []string{}, testOnly: true},
 	"internal/supervise":    {only: []string{}},
+	"internal/cliconf":      {only: []string{}},
 	"internal/launch":       {only: []string{"internal/supervise"}},
 	"internal/churn":        {never: []string{"server", "client", "sim", "cmd", "ingress/openai", "ingress/petals"}, required: []string{"internal/launch", "ingress/loadtest"}},
 }

@@ -5,6 +5,7 @@ go 1.26.8
 require (
 	github.com/cockroachdb/datadriven v1.0.2
 	github.com/dlclark/regexp2 v1.12.0
+	github.com/dustin/go-humanize v1.0.1
 	github.com/eliben/go-sentencepiece v0.6.0
 	github.com/gorilla/websocket v1.5.3
 	github.com/gpustack/gguf-parser-go v0.28.1
@@ -27,6 +28,7 @@ require (
 	github.com/sugarme/tokenizer v0.3.0
 	github.com/tmaxmax/go-sse v0.11.0
 	github.com/x448/float16 v0.8.4
+	go.yaml.in/yaml/v3 v3.0.5
 	golang.org/x/net v0.59.0
 	golang.org/x/sys v0.48.0
 	golang.org/x/text v0.42.0
@@ -59,7 +61,6 @@ require (
 	github.com/davidlazar/go-crypto v0.0.0-20200604182044-b73af7476f6c // indirect
 	github.com/decred/dcrd/dcrec/secp256k1/v4 v4.4.1 // indirect
 	github.com/dunglas/httpsfv v1.1.1 // indirect
-	github.com/dustin/go-humanize v1.0.1 // indirect
 	github.com/emirpasic/gods v1.18.1 // indirect
 	github.com/filecoin-project/go-clock v0.1.0 // indirect
 	github.com/flynn/noise v1.1.0 // indirect
@@ -175,7 +176,6 @@ require (
 	go.uber.org/mock v0.6.0 // indirect
 	go.uber.org/multierr v1.11.0 // indirect
 	go.uber.org/zap v1.28.0 // indirect
-	go.yaml.in/yaml/v3 v3.0.5 // indirect
 	golang.org/x/crypto v0.57.0 // indirect
 	golang.org/x/exp v0.0.0-20260718201538-764159d718ef // indirect
 	golang.org/x/image v0.25.0 // indirect

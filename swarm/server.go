@@ -183,8 +183,16 @@ type ServerInfo struct {
 	Sessions []SessionLoad `json:"sessions"`
 	// Provider names who runs the server (for trusted-provider allowlists).
 	Provider string `json:"provider,omitempty"`
+	// PublicName is a human name the operator gave the server (`swarm
+	// serve --public-name`), shown by `swarm status`; empty: none.
+	PublicName string `json:"public_name,omitempty"`
 	// Endpoints are the addresses clients reach it at (ws://..., multiaddrs).
 	Endpoints []string `json:"endpoints,omitempty"`
+	// Reachability is the node's verdict on how others reach it (a
+	// p2p.Reachability value: "direct", "relayed", "unreachable"; from
+	// libp2p's AutoNAT and the node's relay reservations); empty when
+	// unknown or from older servers.
+	Reachability string `json:"reachability,omitempty"`
 	// ProtocolVersion is the wire protocol version the server speaks.
 	ProtocolVersion int `json:"protocol_version"`
 	// PlacementSessions and PlacementMaxLength are the R and l^I_max +

@@ -68,6 +68,12 @@ type Config struct {
 	// each way. Both must be > 0.
 	RelayMaxBytes    int64
 	RelayMaxDuration time.Duration
+	// AnnounceAddrs are multiaddrs to advertise instead of the listen
+	// addresses (--announce-p2p, repeatable), e.g.
+	// /ip4/203.0.113.7/tcp/4001 for a node listening on
+	// /ip4/0.0.0.0/tcp/4001 behind a port forward; without /p2p/ (the
+	// node adds its id). Empty: the listen addresses libp2p observes.
+	AnnounceAddrs []string
 	// NATPortMap asks the home router for a port mapping with UPnP or NAT-PMP
 	// (--nat-portmap).
 	NATPortMap bool
@@ -113,6 +119,9 @@ func (c *Config) AddFlags(fs *pflag.FlagSet) {
 			"a relayed /swarm/inference/1 stream carry 2 x d_model x 4 bytes per token with f32 hidden states)")
 	fs.DurationVar(&c.RelayMaxDuration, "relay-max-duration", c.RelayMaxDuration,
 		"with --relay-service: how long a relayed connection may last before the relay resets it")
+	fs.StringSliceVar(&c.AnnounceAddrs, "announce-p2p", c.AnnounceAddrs,
+		"libp2p multiaddr to advertise instead of the listen addresses, repeatable or comma-separated, e.g.\n"+
+			"/ip4/203.0.113.7/tcp/4001 or /dns4/node.example.org/tcp/4001 (for a node behind a port forward); without /p2p/")
 	fs.BoolVar(&c.NATPortMap, "nat-portmap", c.NATPortMap,
 		"ask the local router for a port mapping (UPnP / NAT-PMP)")
 }
@@ -127,6 +136,9 @@ func (c Config) Validate() error {
 		return err
 	}
 	if _, err := c.dhtMode(); err != nil {
+		return err
+	}
+	if _, err := c.announceMultiaddrs(); err != nil {
 		return err
 	}
 	if c.RelayService && (c.RelayMaxBytes <= 0 || c.RelayMaxDuration <= 0) {
@@ -168,6 +180,29 @@ func (c Config) listenMultiaddrs() ([]ma.Multiaddr, error) {
 		addrs = append(addrs, a)
 	}
 	return addrs, nil
+}
+
+// announceMultiaddrs parses AnnounceAddrs; each must be a tcp or quic-v1
+// address without /p2p/.
+func (c Config) announceMultiaddrs() ([]ma.Multiaddr, error) {
+	var out []ma.Multiaddr
+	for _, text := range c.AnnounceAddrs {
+		a, err := ma.NewMultiaddr(strings.TrimSpace(text))
+		if err != nil {
+			return nil, fmt.Errorf("%w: --announce-p2p %q is not a multiaddr (%w); want e.g. /ip4/203.0.113.7/tcp/4001",
+				ErrBadConfig, text, err)
+		}
+		if _, err := a.ValueForProtocol(ma.P_P2P); err == nil {
+			return nil, fmt.Errorf("%w: --announce-p2p %q ends in /p2p/: give the address only (the node adds its own id)", ErrBadConfig, text)
+		}
+		_, tcpErr := a.ValueForProtocol(ma.P_TCP)
+		_, quicErr := a.ValueForProtocol(ma.P_QUIC_V1)
+		if tcpErr != nil && quicErr != nil {
+			return nil, fmt.Errorf("%w: --announce-p2p %q uses neither tcp nor quic-v1; want e.g. /ip4/203.0.113.7/tcp/4001", ErrBadConfig, text)
+		}
+		out = append(out, a)
+	}
+	return out, nil
 }
 
 // BootstrapPeers parses Bootstrap into peer infos, merging addresses of the
