@@ -104,8 +104,9 @@ func (c *Config) AddFlags(fs *pflag.FlagSet) {
 			"the key fixes the peer id. Empty: a fresh key and peer id on every run")
 	fs.StringSliceVar(&c.Bootstrap, "bootstrap", c.Bootstrap,
 		"multiaddr of a peer to join the swarm through, ending in /p2p/PEERID (swarm identity prints it),\n"+
-			"repeatable or comma-separated, e.g. /ip4/127.0.0.1/tcp/4001/p2p/12D3KooW...; unreachable peers are\n"+
-			"retried with exponential back-off. Empty: start a new swarm")
+			"or /dnsaddr/DOMAIN (peers from the TXT records of _dnsaddr.DOMAIN), repeatable or comma-separated,\n"+
+			"e.g. /ip4/127.0.0.1/tcp/4001/p2p/12D3KooW...; default $SWARM_BOOTSTRAP; unreachable peers are retried\n"+
+			"with exponential back-off, with a warning when one stays unreachable. Empty: start a new swarm")
 	fs.StringVar(&c.SwarmKeyFile, "swarm-key", c.SwarmKeyFile,
 		"pre-shared key file (/key/swarm/psk/1.0.0/ format) admitting only nodes with the same key (libp2p\n"+
 			"private network). QUIC does not support private networks, so with a key only TCP is used")
@@ -206,26 +207,40 @@ func (c Config) announceMultiaddrs() ([]ma.Multiaddr, error) {
 }
 
 // BootstrapPeers parses Bootstrap into peer infos, merging addresses of the
-// same peer. Each address must end in /p2p/PEERID.
+// same peer. Each address must end in /p2p/PEERID, except /dnsaddr/DOMAIN
+// addresses, whose peers are found in DNS TXT records (_dnsaddr.DOMAIN)
+// when the node dials them: those are left out here (see bootstrapDNS).
 func (c Config) BootstrapPeers() ([]peer.AddrInfo, error) {
+	infos, _, err := c.bootstrapTargets()
+	return infos, err
+}
+
+// bootstrapTargets parses Bootstrap: peers with a known id, and /dnsaddr
+// addresses without one (resolved at each dial round).
+func (c Config) bootstrapTargets() ([]peer.AddrInfo, []ma.Multiaddr, error) {
 	addrs := make([]ma.Multiaddr, 0, len(c.Bootstrap))
+	var dns []ma.Multiaddr
 	for _, text := range c.Bootstrap {
 		a, err := ma.NewMultiaddr(strings.TrimSpace(text))
 		if err != nil {
-			return nil, fmt.Errorf("%w: --bootstrap %q is not a multiaddr (%w); want e.g. /ip4/127.0.0.1/tcp/4001/p2p/12D3KooW...",
+			return nil, nil, fmt.Errorf("%w: --bootstrap %q is not a multiaddr (%w); want e.g. /ip4/127.0.0.1/tcp/4001/p2p/12D3KooW... or /dnsaddr/bootstrap.example.org",
 				ErrBadConfig, text, err)
 		}
 		if _, err := peer.AddrInfoFromP2pAddr(a); err != nil {
-			return nil, fmt.Errorf("%w: --bootstrap %q: %w; the address must end in /p2p/PEERID (`swarm identity` prints the peer id)",
+			if _, dnsErr := a.ValueForProtocol(ma.P_DNSADDR); dnsErr == nil {
+				dns = append(dns, a)
+				continue
+			}
+			return nil, nil, fmt.Errorf("%w: --bootstrap %q: %w; the address must end in /p2p/PEERID (`swarm identity` prints the peer id), or be /dnsaddr/DOMAIN",
 				ErrBadConfig, text, err)
 		}
 		addrs = append(addrs, a)
 	}
 	infos, err := peer.AddrInfosFromP2pAddrs(addrs...)
 	if err != nil {
-		return nil, fmt.Errorf("%w: --bootstrap: %w", ErrBadConfig, err)
+		return nil, nil, fmt.Errorf("%w: --bootstrap: %w", ErrBadConfig, err)
 	}
-	return infos, nil
+	return infos, dns, nil
 }
 
 // dhtMode maps DHTMode to the kad-dht option value.

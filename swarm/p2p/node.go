@@ -33,16 +33,19 @@ import (
 // rendezvous discovery). It is safe for concurrent use. Close stops every
 // goroutine it started and waits for them.
 type Node struct {
-	host       host.Host
-	dht        *dht.IpfsDHT
-	disc       *drouting.RoutingDiscovery
-	opts       options
-	bootstrap  []peer.AddrInfo
-	advertise  bool
-	private    bool
-	peerEvents event.Subscription
-	isolated   chan struct{} // signalled by watchPeers when the last connection closed
-	reach      reachWatch    // AutoNAT's verdict and the relay addresses (watchReachability)
+	host      host.Host
+	dht       *dht.IpfsDHT
+	disc      *drouting.RoutingDiscovery
+	opts      options
+	bootstrap []peer.AddrInfo
+	// bootstrapDNS are /dnsaddr bootstrap addresses without a peer id,
+	// resolved at every dial round.
+	bootstrapDNS []ma.Multiaddr
+	advertise    bool
+	private      bool
+	peerEvents   event.Subscription
+	isolated     chan struct{} // signalled by watchPeers when the last connection closed
+	reach        reachWatch    // AutoNAT's verdict and the relay addresses (watchReachability)
 
 	ready     chan struct{} // closed once a bootstrap peer answered (at once without bootstrap peers)
 	readyOnce sync.Once
@@ -97,19 +100,20 @@ func New(cfg Config, opts ...Option) (*Node, error) {
 	if err != nil {
 		return nil, err
 	}
-	boot, err := cfg.BootstrapPeers()
+	boot, bootDNS, err := cfg.bootstrapTargets()
 	if err != nil {
 		return nil, err
 	}
 
 	n := &Node{
-		opts:      o,
-		bootstrap: boot,
-		advertise: cfg.DHTMode != DHTModeClient,
-		private:   psk != nil,
-		ready:     make(chan struct{}),
-		isolated:  make(chan struct{}, 1),
-		reach:     reachWatch{changed: make(chan struct{}, 1)},
+		opts:         o,
+		bootstrap:    boot,
+		bootstrapDNS: bootDNS,
+		advertise:    cfg.DHTMode != DHTModeClient,
+		private:      psk != nil,
+		ready:        make(chan struct{}),
+		isolated:     make(chan struct{}, 1),
+		reach:        reachWatch{changed: make(chan struct{}, 1)},
 	}
 	var hostRef atomic.Pointer[host.Host] // read by the relay peer source, set after libp2p.New
 	lopts := []libp2p.Option{

@@ -82,7 +82,9 @@ func TestNode_Reachability(t *testing.T) {
 // TestNode_AnnounceAddrs: --announce-p2p replaces the advertised listen
 // addresses.
 func TestNode_AnnounceAddrs(t *testing.T) {
-	n := startNode(t, func(c *Config) { c.AnnounceAddrs = []string{"/ip4/198.51.100.7/tcp/4001", "/dns4/node.example.org/tcp/4001"} })
+	n := startNode(t, func(c *Config) {
+		c.AnnounceAddrs = []string{"/ip4/198.51.100.7/tcp/4001", "/dns4/node.example.org/tcp/4001"}
+	})
 	require.Equal(t, []string{"/ip4/198.51.100.7/tcp/4001/p2p/" + n.ID().String(), "/dns4/node.example.org/tcp/4001/p2p/" + n.ID().String()},
 		addrStrings(n))
 	r, _ := n.Reachability()
