@@ -3,9 +3,12 @@ package server
 import (
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"strings"
 	"time"
+
+	"github.com/dustin/go-humanize"
 
 	"github.com/swarmllm/swarm/blocks"
 	"github.com/swarmllm/swarm/swarm"
@@ -165,7 +168,7 @@ func DeviceHelp() string {
 }
 
 // loadEngine builds the configured backend's engine for the span of m.
-func (c Config) loadEngine(m *blocks.Model) (blocks.Engine, error) {
+func (c Config) loadEngineQuiet(m *blocks.Model) (blocks.Engine, error) {
 	b, err := blocks.LookupBackend(c.Device)
 	if err != nil {
 		return nil, fmt.Errorf("%w: --device: %w", ErrBadConfig, err)
@@ -188,4 +191,19 @@ func (c Config) ModelOptions() []blocks.Option {
 		opts = append(opts, blocks.WithOpenFile(c.OpenFile))
 	}
 	return opts
+}
+
+// loadEngine is loadEngineQuiet with progress lines: the start, and the
+// end with its duration and the weight bytes loaded (a first load of a
+// large span reads gigabytes, for tens of seconds).
+func (c Config) loadEngine(m *blocks.Model, log *slog.Logger) (blocks.Engine, error) {
+	start := time.Now()
+	log.Info("loading span", "model", c.Model, "blocks", c.Blocks.String(), "device", c.Device)
+	e, err := c.loadEngineQuiet(m)
+	if err != nil {
+		return nil, err
+	}
+	log.Info("loaded span", "blocks", c.Blocks.String(), "weights", humanize.IBytes(uint64(max(e.WeightBytes(), 0))),
+		"took", time.Since(start).Round(time.Millisecond).String())
+	return e, nil
 }

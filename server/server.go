@@ -82,7 +82,7 @@ func New(ctx context.Context, cfg Config, logger *slog.Logger) (*Server, error) 
 	if err := cfg.Blocks.Validate(info.NBlocks); err != nil {
 		return nil, fmt.Errorf("%w: --blocks: %w", ErrBadConfig, err)
 	}
-	engine, err := cfg.loadEngine(m)
+	engine, err := cfg.loadEngine(m, logger)
 	if err != nil {
 		return nil, err
 	}

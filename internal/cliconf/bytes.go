@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"strconv"
+	"strings"
 
 	"github.com/dustin/go-humanize"
 )
@@ -18,6 +19,9 @@ func NewBytes(p *int64) *Bytes { return &Bytes{p: p} }
 
 // Set parses s.
 func (b *Bytes) Set(s string) error {
+	if strings.HasPrefix(strings.TrimSpace(s), "-") {
+		return fmt.Errorf("size %q is negative; want >= 0 bytes, e.g. 8GiB or 500MB", s)
+	}
 	n, err := humanize.ParseBytes(s)
 	if err != nil {
 		return fmt.Errorf("size %q: %w; want bytes or a size such as 8GiB or 500MB", s, err)
