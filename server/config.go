@@ -47,6 +47,12 @@ type Config struct {
 	// Device names the engine backend computing the blocks (--device,
 	// blocks.LookupBackend): "" or "cpu" for the built-in CPU engine.
 	Device string
+	// ModelName replaces the model's name read from its file (--model-name),
+	// ModelInfo.Name everywhere: in GET /v1/info and the registry, which
+	// clients and ingresses match, so that two conversions of one model
+	// (say an f16 safetensors directory and a q8_0 GGUF) given the same
+	// name serve one swarm. Empty: the file's name.
+	ModelName string
 	// Listen is the TCP address to listen on (--listen HOST:PORT; port 0
 	// lets the OS choose).
 	Listen string
@@ -186,6 +192,9 @@ func (c Config) ModelOptions() []blocks.Option {
 	var opts []blocks.Option
 	if c.Tokenizer != "" {
 		opts = append(opts, blocks.WithTokenizer(c.Tokenizer))
+	}
+	if c.ModelName != "" {
+		opts = append(opts, blocks.WithName(c.ModelName))
 	}
 	if c.OpenFile != nil {
 		opts = append(opts, blocks.WithOpenFile(c.OpenFile))

@@ -168,6 +168,11 @@ type ServerInfo struct {
 	// counts. Empty from full-range and older servers.
 	Device     string `json:"device,omitempty"`
 	CacheDType DType  `json:"cache_dtype,omitempty"`
+	// WeightDType is the storage dtype of this server's block weights
+	// (ModelInfo.DType of its file): servers of one model (one --model-name)
+	// may hold different conversions of it (f16, q8_0, ...). Invalid (omitted)
+	// from full-range and older servers.
+	WeightDType DType `json:"weight_dtype,omitempty"`
 	// SlidingWindow and SlidingPattern are the model's sliding-window
 	// attention as this server computes it (ModelInfo fields of the same
 	// names): its sliding-window blocks hold only

@@ -120,6 +120,7 @@ func newServeCmd() *cobra.Command {
 			if fr.enabled {
 				return runServeFullRange(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), cfg, o, fr, fullRangeJoins(f.Changed))
 			}
+			cfg.ModelName = fr.cfg.ModelName // --model-name: the block server's model name too
 			if err := o.resolve(&cfg, f.Changed); err != nil {
 				return err
 			}
