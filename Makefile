@@ -8,7 +8,7 @@ TIMEOUT ?= 25m
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS ?= -X github.com/swarmllm/swarm/swarm.Version=$(VERSION)
 
-.PHONY: all build test vet fmt-check cross oracles demo bench fuzz tidy clean
+.PHONY: all build test vet fmt-check cross release oracles demo bench fuzz tidy clean
 
 all: build
 
@@ -25,6 +25,20 @@ test: fmt-check vet cross oracles
 cross:
 	GOOS=windows GOARCH=amd64 CGO_ENABLED=0 $(GO) build -o /dev/null ./cmd/swarm
 	GOOS=darwin GOARCH=arm64 CGO_ENABLED=0 $(GO) build -o /dev/null ./cmd/swarm
+
+# Release binaries: every GOOS x GOARCH of PLATFORMS, static (CGO_ENABLED=0),
+# into dist/swarm-VERSION-OS-ARCH[.exe], with dist/SHA256SUMS
+# (check with `cd dist && sha256sum -c SHA256SUMS`).
+PLATFORMS ?= linux/amd64 linux/arm64 darwin/amd64 darwin/arm64 windows/amd64 windows/arm64
+RELEASE_LDFLAGS ?= -s -w $(LDFLAGS)
+release:
+	rm -rf dist && mkdir -p dist
+	@set -e; for p in $(PLATFORMS); do \
+		os=$${p%/*}; arch=$${p#*/}; ext=; [ $$os = windows ] && ext=.exe; \
+		out=dist/swarm-$(VERSION)-$$os-$$arch$$ext; echo "build $$out"; \
+		GOOS=$$os GOARCH=$$arch CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(RELEASE_LDFLAGS)' -o $$out ./cmd/swarm; \
+	done
+	cd dist && sha256sum swarm-* > SHA256SUMS
 
 # Every architecture x {f32, f16, q8_0} against llama.cpp (node-llama-cpp):
 # about a minute without -race; under -race (below) only the f32 rows and
@@ -57,4 +71,4 @@ tidy:
 	git diff --exit-code go.mod go.sum
 
 clean:
-	rm -rf bin
+	rm -rf bin dist

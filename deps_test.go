@@ -94,6 +94,7 @@ var depRules = map[string]depRule{
 	"internal/membw":        {only: []string{}},
 	"internal/llamabench":   {only: []string{}},
 	"internal/enginebench":  {never: []string{"server", "registry", "node", "sim", "ingress", "cmd"}},
+	"internal/cliconf":      {only: []string{}},
 	"internal/launch":       {only: []string{"internal/supervise"}},
 	"internal/churn":        {never: []string{"server", "client", "sim", "cmd", "ingress/openai", "ingress/petals"}, required: []string{"internal/launch", "ingress/loadtest"}},
 }

@@ -70,7 +70,8 @@ func (a *announcer) current() hosted {
 func (a *announcer) infoLocked() swarm.ServerInfo {
 	in := a.curLocked.srv.Info().ServerInfo
 	in.ID = ""
-	in.Provider = a.j.cfg.Provider
+	in.Provider, in.PublicName = a.j.cfg.Provider, a.j.cfg.PublicName
+	in.Reachability = a.j.reachability()
 	in.ClientRTT = a.j.base.ClientRTT
 	in.PlacementSessions, in.PlacementMaxLength = a.j.base.PlacementSessions, a.j.base.PlacementMaxLength
 	in.Endpoints = nil
@@ -164,6 +165,8 @@ func (a *announcer) run(ctx context.Context, fatal <-chan error) error {
 			publish()
 		case <-gapC:
 			gapC = nil
+			publish()
+		case <-a.j.n.ReachabilityChanged():
 			publish()
 		case <-refresh:
 			if len(srv.Info().Sessions) > 0 {

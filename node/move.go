@@ -218,7 +218,7 @@ func (m *mover) makeBeforeBreak(ctx context.Context, old hosted, ev MoveEvent) e
 	if old.ws != nil {
 		// The new span gets its own URL: sessions failing over from the
 		// old one leave the old URL out.
-		ws, err := listenWebsocket(old.ws.moveAddr(), m.f, m.j.log, m.fatal)
+		ws, err := listenWebsocket(old.ws.moveAddr(), m.j.cfg.Announce, true, m.f, m.j.log, m.fatal)
 		if err != nil {
 			return rollback(err)
 		}

@@ -57,6 +57,14 @@ type ServerConfig struct {
 	JoinSettle time.Duration
 	// Provider names who runs the server (--provider).
 	Provider string
+	// PublicName is a human name for this server shown in `swarm status`
+	// and the dashboard (--public-name); empty: none.
+	PublicName string
+	// Announce is the websocket URL to advertise instead of the listener's
+	// address (--announce ws://HOST:PORT, a ParseAnnounce result), for a
+	// server listening on 0.0.0.0 or behind a port forward; empty: the
+	// listener's address (AdvertiseURL).
+	Announce string
 	// LoadRefresh is the interval between re-announcements of the load
 	// while sessions are open (their remaining times count down); 0
 	// announces only when a session opens or closes.
@@ -200,6 +208,12 @@ type joiner struct {
 	span swarm.Span // the span it joined with
 }
 
+// reachability is the node's current verdict (p2p.Node.Reachability).
+func (j *joiner) reachability() string {
+	r, _ := j.n.Reachability()
+	return string(r)
+}
+
 // joinFixed announces JOIN with the configured span.
 func (j *joiner) joinFixed() error {
 	m, err := blocks.Open(j.cfg.Server.Model, j.cfg.Server.ModelOptions()...)
@@ -212,7 +226,8 @@ func (j *joiner) joinFixed() error {
 	j.base = swarm.ServerInfo{
 		Model: j.model.Name, ModelBlocks: j.model.NBlocks, Span: j.span, MemoryBytes: j.cfg.Server.MemoryBytes,
 		SlidingWindow: j.model.SlidingWindow, SlidingPattern: j.model.SlidingPattern,
-		Provider: j.cfg.Provider, ProtocolVersion: swarm.ProtocolVersion, Endpoints: j.addrs(),
+		Provider: j.cfg.Provider, PublicName: j.cfg.PublicName, Reachability: j.reachability(),
+		ProtocolVersion: swarm.ProtocolVersion, Endpoints: j.addrs(),
 	}
 	return j.reg.Publish(j.base, swarm.StateJoin)
 }
@@ -241,6 +256,7 @@ func (j *joiner) joinAuto(ctx context.Context) error {
 	j.base = swarm.ServerInfo{
 		Model: j.model.Name, ModelBlocks: j.model.NBlocks, Tau: probe.Tau, TauI: probe.TauI,
 		MemoryBytes: j.cfg.Server.MemoryBytes, ClientRTT: rtt, Provider: j.cfg.Provider,
+		PublicName: j.cfg.PublicName, Reachability: j.reachability(),
 		SlidingWindow: j.model.SlidingWindow, SlidingPattern: j.model.SlidingPattern,
 		ProtocolVersion: swarm.ProtocolVersion, Endpoints: j.addrs(), Tentative: true,
 		PlacementSessions: j.cfg.Sessions, PlacementMaxLength: maxLength,
@@ -345,7 +361,7 @@ func (j *joiner) serve(ctx context.Context, ready func(Serving) error) error {
 	f.pages = j.pages
 	h := hosted{}
 	if scfg.Listen != "" {
-		ws, err := listenWebsocket(scfg.Listen, f, j.log, fatal)
+		ws, err := listenWebsocket(scfg.Listen, j.cfg.Announce, false, f, j.log, fatal)
 		if err != nil {
 			return j.down(err)
 		}

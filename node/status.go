@@ -10,6 +10,8 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/dustin/go-humanize"
+
 	"github.com/swarmllm/swarm/fleet"
 	"github.com/swarmllm/swarm/planner"
 	"github.com/swarmllm/swarm/registry"
@@ -31,6 +33,12 @@ type StatusServer struct {
 	// Device and TauBatch (seconds per block by batch size) as the server advertises them.
 	Device   string           `json:"device,omitempty"`
 	TauBatch []swarm.BatchTau `json:"tau_batch,omitempty"`
+	// PublicName, Reachability and Endpoints (websocket URL, libp2p
+	// multiaddrs) as the server advertises them (`swarm serve
+	// --public-name`, its AutoNAT verdict, --announce / --announce-p2p).
+	PublicName   string   `json:"public_name,omitempty"`
+	Reachability string   `json:"reachability,omitempty"`
+	Endpoints    []string `json:"endpoints,omitempty"`
 }
 
 // WriteStatusJSON writes entries as `swarm status --json` prints them:
@@ -44,6 +52,7 @@ func WriteStatusJSON(w io.Writer, entries []registry.Entry) error {
 			ID: e.NodeID, Provider: e.Info.Provider, Model: e.Info.Model, Start: e.Info.Span.Start, End: e.Info.Span.End,
 			State: e.State.String(), Tau: e.Info.Tau, Sessions: len(e.Info.Sessions), CacheFreeBytes: e.Info.CacheBytesFree,
 			HeartbeatAgeS: time.Since(e.Heartbeat).Seconds(), Device: e.Info.Device, TauBatch: e.Info.TauBatch,
+			PublicName: e.Info.PublicName, Reachability: e.Info.Reachability, Endpoints: e.Info.Endpoints,
 		})
 	}
 	enc := json.NewEncoder(w)
@@ -52,10 +61,12 @@ func WriteStatusJSON(w io.Writer, entries []registry.Entry) error {
 }
 
 // WriteStatusTable writes entries as `swarm status` prints them: one row
-// per node, then each model's block coverage (BlockCoverage).
+// per node (sizes in binary units, "1.5 GiB"; NAME is the public name,
+// REACH the reachability verdict, "-" when not advertised), then each
+// model's block coverage (BlockCoverage).
 func WriteStatusTable(w io.Writer, entries []registry.Entry) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "NODE\tPROVIDER\tMODEL\tSPAN\tSTATE\tTAU\tSESSIONS\tCACHE FREE\tHEARTBEAT AGE")
+	fmt.Fprintln(tw, "NODE\tPROVIDER\tNAME\tMODEL\tSPAN\tSTATE\tTAU\tSESSIONS\tMEMORY\tCACHE FREE\tREACH\tHEARTBEAT AGE")
 	for _, e := range entries {
 		state := e.State.String()
 		if e.Info.MovingTo != (swarm.Span{}) {
@@ -64,8 +75,9 @@ func WriteStatusTable(w io.Writer, entries []registry.Entry) error {
 		if e.Info.Draining != (swarm.Span{}) {
 			state += " (draining " + e.Info.Draining.String() + ")"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%d\t%d\t%v\n", e.NodeID, dash(e.Info.Provider), dash(e.Info.Model), e.Info.Span,
-			state, time.Duration(e.Info.Tau*float64(time.Second)), len(e.Info.Sessions), e.Info.CacheBytesFree, time.Since(e.Heartbeat).Round(100*time.Millisecond))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\t%v\n", e.NodeID, dash(e.Info.Provider), dash(e.Info.PublicName),
+			dash(e.Info.Model), e.Info.Span, state, time.Duration(e.Info.Tau*float64(time.Second)), len(e.Info.Sessions),
+			humanBytes(e.Info.MemoryBytes), humanBytes(e.Info.CacheBytesFree), dash(e.Info.Reachability), time.Since(e.Heartbeat).Round(100*time.Millisecond))
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -107,6 +119,14 @@ func WritePlan(w io.Writer, p planner.Plan) error {
 		}
 	}
 	return nil
+}
+
+// humanBytes formats n bytes in binary units ("1.5 GiB", "512 B").
+func humanBytes(n int64) string {
+	if n < 0 {
+		return "-" + humanize.IBytes(uint64(-n))
+	}
+	return humanize.IBytes(uint64(n))
 }
 
 func dash(s string) string {

@@ -68,3 +68,16 @@ func TestStatusTableShowsMoves(t *testing.T) {
 	require.Contains(t, b.String(), "SERVING (moving to 2:5)")
 	require.Contains(t, b.String(), "JOIN (draining 0:2)")
 }
+
+// TestStatusTableHumanSizes: memory and free cache in binary units, the
+// public name and the reachability verdict in their columns.
+func TestStatusTableHumanSizes(t *testing.T) {
+	var b strings.Builder
+	require.NoError(t, WriteStatusTable(&b, []registry.Entry{
+		{NodeID: "a", State: swarm.StateServing, Info: swarm.ServerInfo{Model: "m", Span: span(0, 3), PublicName: "alice-4090",
+			MemoryBytes: 8 << 30, CacheBytesFree: 1536, Reachability: "relayed"}},
+	}))
+	lines := strings.Split(b.String(), "\n")
+	require.Regexp(t, `^NODE +PROVIDER +NAME +MODEL +SPAN +STATE +TAU +SESSIONS +MEMORY +CACHE FREE +REACH +HEARTBEAT AGE$`, lines[0])
+	require.Regexp(t, `^a +- +alice-4090 +m +0:3 +SERVING +0s +0 +8\.0 GiB +1\.5 KiB +relayed +`, lines[1])
+}

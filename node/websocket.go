@@ -8,8 +8,6 @@ import (
 	"net"
 	"net/http"
 	"time"
-
-	"github.com/swarmllm/swarm/api"
 )
 
 // httpShutdownTimeout bounds closing a websocket listener's idle HTTP
@@ -30,12 +28,18 @@ type websocket struct {
 }
 
 // listenWebsocket listens on addr (host:port, port 0 for any) and serves
-// h there; if serving fails before stop, the error is sent on failed
-// (when it has room).
-func listenWebsocket(addr string, h http.Handler, log *slog.Logger, failed chan<- error) (*websocket, error) {
+// h there, advertising the URL AdvertiseURL gives for announce (moved: a
+// second listener of a span move); if serving fails before stop, the
+// error is sent on failed (when it has room).
+func listenWebsocket(addr, announce string, moved bool, h http.Handler, log *slog.Logger, failed chan<- error) (*websocket, error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("node: listen on %s: %w", addr, err)
+	}
+	u, err := AdvertiseURL(announce, ln.Addr().String(), moved, net.InterfaceAddrs)
+	if err != nil {
+		ln.Close()
+		return nil, err
 	}
 	w := &websocket{
 		ln: ln,
@@ -44,7 +48,7 @@ func listenWebsocket(addr string, h http.Handler, log *slog.Logger, failed chan<
 			ReadHeaderTimeout: 30 * time.Second,
 			ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelDebug),
 		},
-		url:    "ws://" + ln.Addr().String() + api.InferencePath,
+		url:    u,
 		served: make(chan struct{}),
 	}
 	go func() {

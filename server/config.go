@@ -3,9 +3,12 @@ package server
 import (
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"strings"
 	"time"
+
+	"github.com/dustin/go-humanize"
 
 	"github.com/swarmllm/swarm/blocks"
 	"github.com/swarmllm/swarm/swarm"
@@ -51,6 +54,12 @@ type Config struct {
 	// DTypeInvalid (the zero value) means the backend's default (f32 on
 	// the CPU).
 	CacheDType swarm.DType
+	// ModelName replaces the model's name read from its file (--model-name),
+	// ModelInfo.Name everywhere: in GET /v1/info and the registry, which
+	// clients and ingresses match, so that two conversions of one model
+	// (say an f16 safetensors directory and a q8_0 GGUF) given the same
+	// name serve one swarm. Empty: the file's name.
+	ModelName string
 	// Listen is the TCP address to listen on (--listen HOST:PORT; port 0
 	// lets the OS choose).
 	Listen string
@@ -187,8 +196,8 @@ func (c Config) backend() (blocks.Backend, error) {
 	return b, nil
 }
 
-// loadEngine builds the configured backend's engine for the span of m.
-func (c Config) loadEngine(m *blocks.Model) (blocks.Engine, error) {
+// loadEngineQuiet builds the configured backend's engine for the span of m.
+func (c Config) loadEngineQuiet(m *blocks.Model) (blocks.Engine, error) {
 	b, err := c.backend()
 	if err != nil {
 		return nil, err
@@ -207,8 +216,26 @@ func (c Config) ModelOptions() []blocks.Option {
 	if c.Tokenizer != "" {
 		opts = append(opts, blocks.WithTokenizer(c.Tokenizer))
 	}
+	if c.ModelName != "" {
+		opts = append(opts, blocks.WithName(c.ModelName))
+	}
 	if c.OpenFile != nil {
 		opts = append(opts, blocks.WithOpenFile(c.OpenFile))
 	}
 	return opts
+}
+
+// loadEngine is loadEngineQuiet with progress lines: the start, and the
+// end with its duration and the weight bytes loaded (a first load of a
+// large span reads gigabytes, for tens of seconds).
+func (c Config) loadEngine(m *blocks.Model, log *slog.Logger) (blocks.Engine, error) {
+	start := time.Now()
+	log.Info("loading span", "model", c.Model, "blocks", c.Blocks.String(), "device", c.Device)
+	e, err := c.loadEngineQuiet(m)
+	if err != nil {
+		return nil, err
+	}
+	log.Info("loaded span", "blocks", c.Blocks.String(), "weights", humanize.IBytes(uint64(max(e.WeightBytes(), 0))),
+		"took", time.Since(start).Round(time.Millisecond).String())
+	return e, nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"time"
 
 	"github.com/swarmllm/swarm/api"
 	"github.com/swarmllm/swarm/blocks"
@@ -48,7 +49,7 @@ func MeasureSpan(ctx context.Context, cfg Config, logger *slog.Logger) (Probe, e
 	if err := cfg.Blocks.Validate(m.Info().NBlocks); err != nil {
 		return Probe{}, fmt.Errorf("%w: probe span: %w", ErrBadConfig, err)
 	}
-	engine, err := cfg.loadEngine(m)
+	engine, err := cfg.loadEngine(m, logger)
 	if err != nil {
 		return Probe{}, err
 	}
@@ -79,11 +80,14 @@ func measureCached(ctx context.Context, cfg Config, engine blocks.Engine, log *s
 		log.Warn("measurement cache disabled: cannot identify the model file", "err", err)
 		dir = ""
 	}
+	start := time.Now()
+	log.Info("measuring tau and tauI (or reading them from the measurement cache)", "span", engine.Span().String(), "remeasure", cfg.Remeasure)
 	t, err := loadOrMeasure(ctx, engine, dir, key, cfg.Remeasure, func(msg string, err error) { log.Warn(msg, "dir", dir, "err", err) })
 	if err != nil {
 		return Timing{}, err
 	}
 	log.Info("measured span", "span", engine.Span().String(), "tau", t.Tau, "tauI_intercept", t.TauI.Intercept,
-		"tauI_slope", t.TauI.Slope, "cached", t.Detail.Cached, "hardware", t.Detail.Hardware)
+		"tauI_slope", t.TauI.Slope, "cached", t.Detail.Cached, "hardware", t.Detail.Hardware,
+		"took", time.Since(start).Round(time.Millisecond).String())
 	return t, nil
 }

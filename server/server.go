@@ -85,7 +85,7 @@ func New(ctx context.Context, cfg Config, logger *slog.Logger) (*Server, error) 
 	if err := cfg.Blocks.Validate(info.NBlocks); err != nil {
 		return nil, fmt.Errorf("%w: --blocks: %w", ErrBadConfig, err)
 	}
-	engine, err := cfg.loadEngine(m)
+	engine, err := cfg.loadEngine(m, logger)
 	if err != nil {
 		return nil, err
 	}
@@ -196,7 +196,7 @@ func (s *Server) Info() api.Info {
 			ID: id, Model: s.info.Name, Span: s.cfg.Blocks, ModelBlocks: s.info.NBlocks,
 			Tau: s.timing.Tau, TauI: s.timing.TauI, TauBatch: s.timing.TauBatch,
 			MemoryBytes: s.memory, CacheBytesCapacity: s.adm.CacheBudget(), CacheBytesPerToken: s.info.CacheBytesPerToken,
-			Device: s.backend.Name(), CacheDType: s.backend.CacheDType(),
+			Device: s.backend.Name(), CacheDType: s.backend.CacheDType(), WeightDType: s.info.DType,
 			SlidingWindow: s.info.SlidingWindow, SlidingPattern: s.info.SlidingPattern,
 			CacheBytesFree: snap.CacheBytesFree,
 			Sessions:       snap.Loads(), Endpoints: endpoints, ProtocolVersion: swarm.ProtocolVersion,

@@ -74,6 +74,17 @@ func TestNewRejectsSpanAndMemory(t *testing.T) {
 
 // TestInfo checks GET /v1/info against what the server was given and
 // measured, and that Serve advertises the listener's URL.
+// TestInfo_ModelName: --model-name replaces the file's model name in
+// what the server advertises (the registry entry is built from it).
+func TestInfo_ModelName(t *testing.T) {
+	srv := newServer(t, swarm.Span{Start: 0, End: 2}, func(c *server.Config) { c.ModelName = "tinystories-15m" })
+	defer srv.Close()
+	got := srv.Info()
+	require.Equal(t, "tinystories-15m", got.Model)
+	require.Equal(t, "tinystories-15m", got.ModelInfo.Name)
+	require.Equal(t, "tinystories-15m", srv.ModelInfo().Name)
+}
+
 func TestInfo(t *testing.T) {
 	info := modelInfo(t)
 	srv := newServer(t, swarm.Span{Start: 1, End: 4}, func(c *server.Config) { c.MemoryBytes = 4 << 20 })
@@ -106,6 +117,7 @@ func TestInfo(t *testing.T) {
 	require.Equal(t, info.CacheBytesPerToken, got.CacheBytesPerToken, "s_c per token as the server computes it")
 	require.Equal(t, "cpu", got.Device)
 	require.Equal(t, swarm.DTypeF32, got.CacheDType)
+	require.Equal(t, swarm.DTypeF32, got.WeightDType, "stories260K.bin is llama2.c float32")
 	require.Equal(t, int64(2*info.NKVHeads*info.HeadDim*4), got.CacheBytesPerToken, "float32 K and V")
 	require.Equal(t, swarm.ProtocolVersion, got.ProtocolVersion)
 	require.Equal(t, api.StateServing, got.State)

@@ -168,6 +168,11 @@ type ServerInfo struct {
 	// counts. Empty from full-range and older servers.
 	Device     string `json:"device,omitempty"`
 	CacheDType DType  `json:"cache_dtype,omitempty"`
+	// WeightDType is the storage dtype of this server's block weights
+	// (ModelInfo.DType of its file): servers of one model (one --model-name)
+	// may hold different conversions of it (f16, q8_0, ...). Invalid (omitted)
+	// from full-range and older servers.
+	WeightDType DType `json:"weight_dtype,omitempty"`
 	// SlidingWindow and SlidingPattern are the model's sliding-window
 	// attention as this server computes it (ModelInfo fields of the same
 	// names): its sliding-window blocks hold only
@@ -183,8 +188,16 @@ type ServerInfo struct {
 	Sessions []SessionLoad `json:"sessions"`
 	// Provider names who runs the server (for trusted-provider allowlists).
 	Provider string `json:"provider,omitempty"`
+	// PublicName is a human name the operator gave the server (`swarm
+	// serve --public-name`), shown by `swarm status`; empty: none.
+	PublicName string `json:"public_name,omitempty"`
 	// Endpoints are the addresses clients reach it at (ws://..., multiaddrs).
 	Endpoints []string `json:"endpoints,omitempty"`
+	// Reachability is the node's verdict on how others reach it (a
+	// p2p.Reachability value: "direct", "relayed", "unreachable"; from
+	// libp2p's AutoNAT and the node's relay reservations); empty when
+	// unknown or from older servers.
+	Reachability string `json:"reachability,omitempty"`
 	// ProtocolVersion is the wire protocol version the server speaks.
 	ProtocolVersion int `json:"protocol_version"`
 	// PlacementSessions and PlacementMaxLength are the R and l^I_max +

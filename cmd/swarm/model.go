@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -58,7 +59,7 @@ Example (a 32-block model with 7B-shaped blocks needs ~13 GB as f16):
   swarm model synth --layers 2 --dim 256 --ffn 688 --heads 8 --kv-heads 4 --vocab 512 --dtype f16 --out /tmp/m`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return runSynth(cmd.OutOrStdout(), o)
+			return runSynth(cmd.OutOrStdout(), cmd.ErrOrStderr(), o)
 		},
 	}
 	d := synth.DefaultConfig()
@@ -82,7 +83,7 @@ Example (a 32-block model with 7B-shaped blocks needs ~13 GB as f16):
 	return cmd
 }
 
-func runSynth(out io.Writer, o synthOptions) error {
+func runSynth(out, errOut io.Writer, o synthOptions) error {
 	if o.out == "" {
 		return fmt.Errorf("%w: --out is required", errUsage)
 	}
@@ -108,9 +109,18 @@ func runSynth(out io.Writer, o synthOptions) error {
 	if err != nil {
 		return fmt.Errorf("%w: --formats: %w", errUsage, err)
 	}
-	written, err := synth.WriteFormats(o.out, o.cfg, formats)
-	if err != nil {
-		return err
+	// One format at a time, with a progress line each: a large model
+	// takes tens of seconds per format.
+	var written []string
+	for _, f := range formats {
+		start := time.Now()
+		fmt.Fprintf(errOut, "swarm model synth: writing %s (%d blocks) into %s\n", f, o.cfg.Layers, o.out)
+		w, err := synth.WriteFormats(o.out, o.cfg, []synth.Format{f})
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(errOut, "swarm model synth: wrote %s in %s\n", w[0], time.Since(start).Round(time.Millisecond))
+		written = append(written, w...)
 	}
 	if !o.json {
 		for _, p := range written {

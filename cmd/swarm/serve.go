@@ -16,6 +16,7 @@ import (
 
 	"github.com/swarmllm/swarm/api"
 	"github.com/swarmllm/swarm/hub/modelsrc"
+	"github.com/swarmllm/swarm/internal/cliconf"
 	"github.com/swarmllm/swarm/internal/launch"
 	"github.com/swarmllm/swarm/node"
 	"github.com/swarmllm/swarm/registry"
@@ -98,6 +99,8 @@ type serveOptions struct {
 	joinSettle     time.Duration
 	provider       string
 	cacheDType     string
+	publicName     string
+	announce       string
 	planners       []string
 	rebalance      time.Duration
 	// swarm: the server joins the swarm (derived from the flags).
@@ -126,6 +129,7 @@ func newServeCmd() *cobra.Command {
 			if fr.enabled {
 				return runServeFullRange(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), cfg, o, fr, fullRangeJoins(f.Changed))
 			}
+			cfg.ModelName = fr.cfg.ModelName // --model-name: the block server's model name too
 			if err := o.resolve(&cfg, f.Changed); err != nil {
 				return err
 			}
@@ -150,7 +154,7 @@ func newServeCmd() *cobra.Command {
 		"(prefill and decode still agree bit for bit, so failover replay is exact when every server of a chain uses the same dtype)")
 	f.StringVar(&cfg.Listen, "listen", cfg.Listen, "TCP address of the websocket, HOST:PORT; port 0 lets the OS choose (the URL is printed);\n"+
 		"none: no websocket, sessions only over the /swarm/inference/1 libp2p stream")
-	f.Int64Var(&cfg.MemoryBytes, "memory", 0, fmt.Sprintf("memory M_j for block weights plus attention caches, bytes; 0 = with a fixed span the weights plus room\n"+
+	f.Var(cliconf.NewBytes(&cfg.MemoryBytes), "memory", fmt.Sprintf("memory M_j for block weights plus attention caches: bytes or a size (8GiB, 500MB); 0 = with a fixed span the weights plus room\n"+
 		"for %d sessions of the model's whole context, with --blocks auto %.0f%% of the available memory (MemAvailable)",
 		server.DefaultMemorySessions, 100*node.DefaultMemoryFraction))
 	f.IntVar(&cfg.MaxSessions, "max-sessions", 0, "most sessions open at once; 0 = no cap (memory alone decides)")
@@ -178,6 +182,9 @@ func newServeCmd() *cobra.Command {
 		"soon after registry changes) this server evaluates the swarm's CG-BP plan and takes its own move in it (decentralized\n"+
 		"rebalancing); applies to --blocks auto servers, and to fixed --blocks only when given; 0 = never move")
 	f.StringVar(&o.provider, "provider", "", "provider name to advertise in the registry (clients may allow only some providers)")
+	f.StringVar(&o.publicName, "public-name", "", "a human name for this server, advertised in the registry and shown by swarm status (e.g. \"alice's 4090\")")
+	f.StringVar(&o.announce, "announce", "", "websocket URL to advertise instead of the --listen address, ws://HOST:PORT (needed with --listen\n"+
+		"0.0.0.0:PORT behind a NAT or port forward; without it such a server advertises its first non-loopback interface address)")
 	fr = addFullRangeFlags(f)
 	return cmd
 }
@@ -212,8 +219,18 @@ func (o *serveOptions) resolve(cfg *server.Config, changed func(string) bool) er
 	} else if cfg.Listen == "" {
 		return fmt.Errorf("%w: --listen is empty: want HOST:PORT (e.g. 127.0.0.1:0) or none", errUsage)
 	}
+	if o.announce != "" {
+		if streamOnly {
+			return fmt.Errorf("%w: --announce with --listen none: there is no websocket to advertise (use --announce-p2p for libp2p addresses)", errUsage)
+		}
+		u, err := node.ParseAnnounce(o.announce)
+		if err != nil {
+			return fmt.Errorf("%w: %w", errUsage, err)
+		}
+		o.announce = u
+	}
 	o.swarm = o.auto || streamOnly
-	for _, name := range []string{"bootstrap", "p2p-listen", "identity", "swarm-key"} {
+	for _, name := range []string{"bootstrap", "p2p-listen", "identity", "swarm-key", "announce-p2p"} {
 		o.swarm = o.swarm || changed(name)
 	}
 	if !o.swarm {
@@ -272,10 +289,16 @@ func runServe(ctx context.Context, out, errOut io.Writer, cfg server.Config, o s
 		return err
 	}
 	srv.SetFallback(pages)
-	url := "ws://" + ln.Addr().String() + api.InferencePath
+	url, err := node.AdvertiseURL(o.announce, ln.Addr().String(), false, net.InterfaceAddrs)
+	if err != nil {
+		return fmt.Errorf("%w: %w", errUsage, err)
+	}
 	info := srv.ModelInfo()
 	logger.Info("serving", "model", info.Name, "blocks", cfg.Blocks.String(), "url", url,
 		"info", strings.TrimSuffix(strings.Replace(url, "ws://", "http://", 1), api.InferencePath)+api.InfoPath)
+	if o.announce == "" && url != "ws://"+ln.Addr().String()+api.InferencePath {
+		logger.Info("listening on every interface: advertising an interface address (pass --announce ws://HOST:PORT to choose)", "listen", ln.Addr().String(), "url", url)
+	}
 	if _, err := fmt.Fprintln(out, launch.ServeReadyPrefix+url); err != nil {
 		return err
 	}
@@ -315,10 +338,11 @@ func runSwarmServe(ctx context.Context, out io.Writer, logger *slog.Logger, cfg 
 		return err
 	}
 	defer reg.Close()
-	logger.Info("joined the node network", "bootstrap", len(boot)) // "p2p node started" named the id and addresses
+	reach, confirmed := n.Reachability() // "p2p node started" named the id and addresses
+	logger.Info("joined the node network", "bootstrap", len(boot), "reachability", string(reach), "confirmed_by_autonat", confirmed)
 	sc := node.ServerConfig{
 		Server: cfg, Auto: o.auto, Sessions: o.targetSessions, MaxLength: o.maxLength,
-		JoinSettle: o.joinSettle, Provider: o.provider, LoadRefresh: o.reg.HeartbeatInterval, Bootstrap: boot, Planners: planners,
+		JoinSettle: o.joinSettle, Provider: o.provider, PublicName: o.publicName, Announce: o.announce, LoadRefresh: o.reg.HeartbeatInterval, Bootstrap: boot, Planners: planners,
 		Rebalance: node.RebalanceConfig{Interval: o.rebalance},
 	}
 	err = node.RunServer(ctx, n, reg, sc, logger, func(s node.Serving) error {

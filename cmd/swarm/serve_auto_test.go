@@ -42,7 +42,13 @@ type swarmServer struct {
 // runs.
 func startSwarmServer(t *testing.T, args ...string) (*swarmServer, <-chan error) {
 	t.Helper()
-	cmd := exec.Command(testenv.SwarmBinary(t), append([]string{"serve"}, args...)...)
+	return startSwarmServerCmd(t, exec.Command(testenv.SwarmBinary(t), append([]string{"serve"}, args...)...))
+}
+
+// startSwarmServerCmd is startSwarmServer for a prepared `swarm serve`
+// command (its environment set).
+func startSwarmServerCmd(t *testing.T, cmd *exec.Cmd) (*swarmServer, <-chan error) {
+	t.Helper()
 	p := &swarmServer{cmd: cmd, stderr: &testenv.Buffer{}, done: make(chan struct{})}
 	cmd.Stderr = p.stderr
 	stdout, err := cmd.StdoutPipe()

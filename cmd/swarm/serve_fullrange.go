@@ -56,7 +56,8 @@ func addFullRangeFlags(f *pflag.FlagSet) *fullRangeOptions {
 	f.BoolVar(&fr.enabled, "full-range", false, "register a whole-model replica of an OpenAI-compatible engine (span [0, L)) instead of hosting blocks; see below")
 	f.StringVar(&fr.cfg.BackendURL, "backend-url", "", "with --full-range: the engine's base URL, http://HOST:PORT (its API is under /v1)")
 	f.StringVar(&fr.cfg.Process, "process", "", "with --full-range: shell command starting the engine as a child process (e.g. \"vllm serve MODEL --port 8000\"); --backend-url says where it listens")
-	f.StringVar(&fr.cfg.ModelName, "model-name", "", "with --full-range: the swarm's name of the model, which ingresses match (default: the --model file's model name, else the engine's /v1/models id)")
+	f.StringVar(&fr.cfg.ModelName, "model-name", "", "the swarm's name of the model, which clients and ingresses match; block servers of two conversions of one\n"+
+		"model (f16, q8_0, ...) given the same name serve together (default: the --model file's model name; with --full-range, else the engine's /v1/models id)")
 	f.IntVar(&fr.cfg.Blocks, "n-blocks", 0, "with --full-range: L, the model's number of blocks, when --model is not given")
 	f.DurationVar(&fr.cfg.HealthInterval, "health-interval", fr.cfg.HealthInterval, "with --full-range: period of the engine's /health and /v1/models polls")
 	f.DurationVar(&fr.cfg.StartTimeout, "start-timeout", fr.cfg.StartTimeout, "with --full-range: how long to wait for the engine's first healthy /health")
@@ -175,7 +176,7 @@ func publishReplica(ctx context.Context, logger *slog.Logger, o serveOptions, sr
 // fullRangeJoins reports whether a --full-range serve joins the swarm: any
 // node flag given.
 func fullRangeJoins(changed func(string) bool) bool {
-	for _, name := range []string{"bootstrap", "p2p-listen", "identity", "swarm-key"} {
+	for _, name := range []string{"bootstrap", "p2p-listen", "identity", "swarm-key", "announce-p2p"} {
 		if changed(name) {
 			return true
 		}

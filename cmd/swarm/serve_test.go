@@ -127,7 +127,7 @@ func TestServeFlagErrors(t *testing.T) {
 		{"empty span", []string{"--model", model, "--blocks", "2:2"}, 2, "2:2 is empty"},
 		{"span past the model", []string{"--model", model, "--blocks", "3:9", "--measure-cache", t.TempDir()}, 2, "3:9 ends past the model's 5 blocks"},
 		{"memory below the weights", []string{"--model", model, "--blocks", "0:2", "--memory", "1000"}, 2, "need 363520 bytes (s_m*m) but memory is 1000"},
-		{"negative memory", []string{"--model", model, "--blocks", "0:2", "--memory", "-5"}, 2, "--memory -5"},
+		{"negative memory", []string{"--model", model, "--blocks", "0:2", "--memory", "-5"}, 2, `invalid argument "-5" for "--memory" flag: size "-5" is negative`},
 		{"bad duration", []string{"--model", model, "--blocks", "0:2", "--drain-timeout", "soon"}, 2, "drain-timeout"},
 		{"bad log level", []string{"--model", model, "--blocks", "0:2", "--log-level", "loud"}, 2, `--log-level "loud"`},
 		{"bad listen", []string{"--model", model, "--blocks", "0:2", "--listen", "7000"}, 2, `--listen "7000"`},

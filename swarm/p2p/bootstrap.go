@@ -2,12 +2,16 @@ package p2p
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/event"
 	"github.com/libp2p/go-libp2p/core/network"
+	"github.com/libp2p/go-libp2p/core/peer"
 	"github.com/libp2p/go-libp2p/p2p/discovery/backoff"
 	"github.com/libp2p/go-libp2p/p2p/net/swarm"
 )
@@ -18,12 +22,13 @@ import (
 // It returns when the node is closed.
 func (n *Node) runBootstrap() {
 	defer n.wg.Done()
-	if len(n.bootstrap) == 0 {
+	if len(n.bootstrap) == 0 && len(n.bootstrapDNS) == 0 {
 		n.markReady()
 		return
 	}
+	w := newUnreachableWatch(n.opts.bootstrapWarnAfter)
 	for {
-		if err := retryWithBackoff(n.ctx, n.opts.backoff(), n.dialBootstrap); err != nil {
+		if err := retryWithBackoff(n.ctx, n.opts.backoff(), func(ctx context.Context) bool { return n.dialBootstrap(ctx, w) }); err != nil {
 			return // closed
 		}
 		n.markReady()
@@ -37,12 +42,39 @@ func (n *Node) runBootstrap() {
 	}
 }
 
+// bootstrapInfos returns the bootstrap peers: those of --bootstrap with an
+// id, then those the /dnsaddr addresses resolve to now (a failed lookup is
+// reported to w under the address).
+func (n *Node) bootstrapInfos(ctx context.Context, w *unreachableWatch) []peer.AddrInfo {
+	infos := slices.Clone(n.bootstrap)
+	for _, a := range n.bootstrapDNS {
+		rctx, cancel := context.WithTimeout(ctx, n.opts.dialTimeout)
+		resolved, err := n.opts.resolver.Resolve(rctx, a)
+		cancel()
+		if err == nil && len(resolved) == 0 {
+			err = errors.New("no _dnsaddr TXT record")
+		}
+		var found []peer.AddrInfo
+		if err == nil {
+			found, err = peer.AddrInfosFromP2pAddrs(resolved...)
+		}
+		if err != nil {
+			w.failed(n.opts.logger, a.String(), fmt.Errorf("resolve: %w", err), time.Now())
+			continue
+		}
+		w.ok(a.String())
+		infos = append(infos, found...)
+	}
+	return infos
+}
+
 // dialBootstrap dials every bootstrap peer concurrently and reports whether
-// at least one connection is up.
-func (n *Node) dialBootstrap(ctx context.Context) bool {
-	var ok atomic.Bool
+// at least one connection is up; w follows how long each stays unreachable.
+func (n *Node) dialBootstrap(ctx context.Context, w *unreachableWatch) bool {
+	infos := n.bootstrapInfos(ctx, w)
+	errs := make([]error, len(infos))
 	var wg sync.WaitGroup
-	for _, info := range n.bootstrap {
+	for i, info := range infos {
 		wg.Go(func() {
 			dctx, cancel := context.WithTimeout(ctx, n.opts.dialTimeout)
 			defer cancel()
@@ -53,13 +85,58 @@ func (n *Node) dialBootstrap(ctx context.Context) bool {
 			}
 			if err := n.host.Connect(dctx, info); err != nil {
 				n.opts.logger.Info("p2p: bootstrap peer unreachable", "peer", info.ID, "err", err)
-				return
+				errs[i] = err
 			}
-			ok.Store(true)
 		})
 	}
 	wg.Wait()
-	return ok.Load()
+	ok := false
+	now := time.Now()
+	for i, info := range infos {
+		if errs[i] == nil {
+			ok = true
+			w.ok(info.ID.String())
+			continue
+		}
+		if ctx.Err() == nil {
+			w.failed(n.opts.logger, info.ID.String(), errs[i], now)
+		}
+	}
+	return ok
+}
+
+// unreachableWatch remembers since when each bootstrap peer (or /dnsaddr
+// address) has failed, and warns once per outage when one has failed for
+// longer than after. Used by runBootstrap's goroutine only.
+type unreachableWatch struct {
+	after  time.Duration
+	since  map[string]time.Time
+	warned map[string]bool
+}
+
+func newUnreachableWatch(after time.Duration) *unreachableWatch {
+	return &unreachableWatch{after: after, since: map[string]time.Time{}, warned: map[string]bool{}}
+}
+
+func (w *unreachableWatch) ok(key string) {
+	delete(w.since, key)
+	delete(w.warned, key)
+}
+
+func (w *unreachableWatch) failed(log *slog.Logger, key string, err error, now time.Time) {
+	first, seen := w.since[key]
+	if !seen {
+		w.since[key] = now
+		first = now
+	}
+	if w.warned[key] || now.Sub(first) < w.after {
+		return
+	}
+	w.warned[key] = true
+	log.Warn("p2p: bootstrap peer unreachable for a long time; still retrying. Check that the address is right "+
+		"(`swarm identity --identity KEY` on that node prints its peer id), that the node runs and that its port is open "+
+		"to this machine, or pass another --bootstrap (or $SWARM_BOOTSTRAP)",
+		"peer", key, "for", now.Sub(first).Round(time.Second).String(), "err", err)
 }
 
 // waitIsolated blocks until the node has no connection left (true) or it is

@@ -2,12 +2,15 @@ package p2p
 
 import (
 	"context"
+	"log/slog"
 	"math/rand"
 	"testing"
 	"testing/synctest"
 	"time"
 
+	"github.com/libp2p/go-libp2p/core/network"
 	"github.com/libp2p/go-libp2p/p2p/discovery/backoff"
+	madns "github.com/multiformats/go-multiaddr-dns"
 	"github.com/stretchr/testify/require"
 )
 
@@ -66,4 +69,73 @@ func TestRetryWithBackoff_CancelDuringPause(t *testing.T) {
 		require.Equal(t, time.Duration(0), time.Since(start))
 		require.Equal(t, 2, calls)
 	})
+}
+
+// logRecords is a slog handler sending every record's level and message
+// to a channel (dropping them when it is full).
+type logRecords chan slog.Record
+
+func (c logRecords) Enabled(context.Context, slog.Level) bool { return true }
+func (c logRecords) Handle(_ context.Context, r slog.Record) error {
+	select {
+	case c <- r:
+	default:
+	}
+	return nil
+}
+func (c logRecords) WithAttrs([]slog.Attr) slog.Handler { return c }
+func (c logRecords) WithGroup(string) slog.Handler      { return c }
+
+// TestNode_BootstrapDNSAddr: a --bootstrap /dnsaddr/DOMAIN address without
+// a peer id is resolved through the _dnsaddr.DOMAIN TXT records (a mock
+// resolver here) and the node joins the peer they name.
+func TestNode_BootstrapDNSAddr(t *testing.T) {
+	boot := startNode(t, nil)
+	mock := &madns.MockResolver{TXT: map[string][]string{"_dnsaddr.boot.swarm.test": {"dnsaddr=" + addrStrings(boot)[0]}}}
+	r, err := madns.NewResolver(madns.WithDefaultResolver(mock))
+	require.NoError(t, err)
+	n := startNode(t, func(c *Config) { c.Bootstrap = []string{"/dnsaddr/boot.swarm.test"} }, WithDNSResolver(r))
+	waitReady(t, n)
+	require.Equal(t, network.Connected, n.Host().Network().Connectedness(boot.ID()))
+
+	peers, err := Config{Bootstrap: []string{"/dnsaddr/boot.swarm.test"}}.BootstrapPeers()
+	require.NoError(t, err)
+	require.Empty(t, peers, "a /dnsaddr address without an id is resolved when dialled")
+	_, err = Config{Bootstrap: []string{"/dns4/boot.swarm.test/tcp/4001"}}.BootstrapPeers()
+	require.ErrorContains(t, err, "or be /dnsaddr/DOMAIN")
+}
+
+// TestNode_BootstrapUnreachableWarns: a bootstrap peer that stays
+// unreachable (a closed port; a /dnsaddr name with no records) gets a
+// WARN with advice, once, rather than silent retries.
+func TestNode_BootstrapUnreachableWarns(t *testing.T) {
+	dead := startNode(t, nil)
+	deadAddr := addrStrings(dead)[0]
+	require.NoError(t, dead.Close())
+	r, err := madns.NewResolver(madns.WithDefaultResolver(&madns.MockResolver{}))
+	require.NoError(t, err)
+	logs := make(logRecords, 256)
+	startNode(t, func(c *Config) { c.Bootstrap = []string{deadAddr, "/dnsaddr/nothing.swarm.test"} },
+		WithLogger(slog.New(logs)), WithBootstrapWarnAfter(0), WithDNSResolver(r))
+	warned := map[string]int{}
+	deadline := time.After(testTimeout)
+	for warned[dead.ID().String()] == 0 || warned["/dnsaddr/nothing.swarm.test"] == 0 {
+		select {
+		case rec := <-logs:
+			if rec.Level != slog.LevelWarn {
+				continue
+			}
+			require.Contains(t, rec.Message, "bootstrap peer unreachable for a long time")
+			require.Contains(t, rec.Message, "swarm identity")
+			rec.Attrs(func(a slog.Attr) bool {
+				if a.Key == "peer" {
+					warned[a.Value.String()]++
+				}
+				return true
+			})
+		case <-deadline:
+			t.Fatalf("no warning for both unreachable bootstrap peers: %v", warned)
+		}
+	}
+	require.Equal(t, map[string]int{dead.ID().String(): 1, "/dnsaddr/nothing.swarm.test": 1}, warned)
 }

@@ -68,6 +68,12 @@ type Config struct {
 	// each way. Both must be > 0.
 	RelayMaxBytes    int64
 	RelayMaxDuration time.Duration
+	// AnnounceAddrs are multiaddrs to advertise instead of the listen
+	// addresses (--announce-p2p, repeatable), e.g.
+	// /ip4/203.0.113.7/tcp/4001 for a node listening on
+	// /ip4/0.0.0.0/tcp/4001 behind a port forward; without /p2p/ (the
+	// node adds its id). Empty: the listen addresses libp2p observes.
+	AnnounceAddrs []string
 	// NATPortMap asks the home router for a port mapping with UPnP or NAT-PMP
 	// (--nat-portmap).
 	NATPortMap bool
@@ -98,8 +104,9 @@ func (c *Config) AddFlags(fs *pflag.FlagSet) {
 			"the key fixes the peer id. Empty: a fresh key and peer id on every run")
 	fs.StringSliceVar(&c.Bootstrap, "bootstrap", c.Bootstrap,
 		"multiaddr of a peer to join the swarm through, ending in /p2p/PEERID (swarm identity prints it),\n"+
-			"repeatable or comma-separated, e.g. /ip4/127.0.0.1/tcp/4001/p2p/12D3KooW...; unreachable peers are\n"+
-			"retried with exponential back-off. Empty: start a new swarm")
+			"or /dnsaddr/DOMAIN (peers from the TXT records of _dnsaddr.DOMAIN), repeatable or comma-separated,\n"+
+			"e.g. /ip4/127.0.0.1/tcp/4001/p2p/12D3KooW...; default $SWARM_BOOTSTRAP; unreachable peers are retried\n"+
+			"with exponential back-off, with a warning when one stays unreachable. Empty: start a new swarm")
 	fs.StringVar(&c.SwarmKeyFile, "swarm-key", c.SwarmKeyFile,
 		"pre-shared key file (/key/swarm/psk/1.0.0/ format) admitting only nodes with the same key (libp2p\n"+
 			"private network). QUIC does not support private networks, so with a key only TCP is used")
@@ -113,6 +120,9 @@ func (c *Config) AddFlags(fs *pflag.FlagSet) {
 			"a relayed /swarm/inference/1 stream carry 2 x d_model x 4 bytes per token with f32 hidden states)")
 	fs.DurationVar(&c.RelayMaxDuration, "relay-max-duration", c.RelayMaxDuration,
 		"with --relay-service: how long a relayed connection may last before the relay resets it")
+	fs.StringSliceVar(&c.AnnounceAddrs, "announce-p2p", c.AnnounceAddrs,
+		"libp2p multiaddr to advertise instead of the listen addresses, repeatable or comma-separated, e.g.\n"+
+			"/ip4/203.0.113.7/tcp/4001 or /dns4/node.example.org/tcp/4001 (for a node behind a port forward); without /p2p/")
 	fs.BoolVar(&c.NATPortMap, "nat-portmap", c.NATPortMap,
 		"ask the local router for a port mapping (UPnP / NAT-PMP)")
 }
@@ -127,6 +137,9 @@ func (c Config) Validate() error {
 		return err
 	}
 	if _, err := c.dhtMode(); err != nil {
+		return err
+	}
+	if _, err := c.announceMultiaddrs(); err != nil {
 		return err
 	}
 	if c.RelayService && (c.RelayMaxBytes <= 0 || c.RelayMaxDuration <= 0) {
@@ -170,27 +183,64 @@ func (c Config) listenMultiaddrs() ([]ma.Multiaddr, error) {
 	return addrs, nil
 }
 
+// announceMultiaddrs parses AnnounceAddrs; each must be a tcp or quic-v1
+// address without /p2p/.
+func (c Config) announceMultiaddrs() ([]ma.Multiaddr, error) {
+	var out []ma.Multiaddr
+	for _, text := range c.AnnounceAddrs {
+		a, err := ma.NewMultiaddr(strings.TrimSpace(text))
+		if err != nil {
+			return nil, fmt.Errorf("%w: --announce-p2p %q is not a multiaddr (%w); want e.g. /ip4/203.0.113.7/tcp/4001",
+				ErrBadConfig, text, err)
+		}
+		if _, err := a.ValueForProtocol(ma.P_P2P); err == nil {
+			return nil, fmt.Errorf("%w: --announce-p2p %q ends in /p2p/: give the address only (the node adds its own id)", ErrBadConfig, text)
+		}
+		_, tcpErr := a.ValueForProtocol(ma.P_TCP)
+		_, quicErr := a.ValueForProtocol(ma.P_QUIC_V1)
+		if tcpErr != nil && quicErr != nil {
+			return nil, fmt.Errorf("%w: --announce-p2p %q uses neither tcp nor quic-v1; want e.g. /ip4/203.0.113.7/tcp/4001", ErrBadConfig, text)
+		}
+		out = append(out, a)
+	}
+	return out, nil
+}
+
 // BootstrapPeers parses Bootstrap into peer infos, merging addresses of the
-// same peer. Each address must end in /p2p/PEERID.
+// same peer. Each address must end in /p2p/PEERID, except /dnsaddr/DOMAIN
+// addresses, whose peers are found in DNS TXT records (_dnsaddr.DOMAIN)
+// when the node dials them: those are left out here (see bootstrapDNS).
 func (c Config) BootstrapPeers() ([]peer.AddrInfo, error) {
+	infos, _, err := c.bootstrapTargets()
+	return infos, err
+}
+
+// bootstrapTargets parses Bootstrap: peers with a known id, and /dnsaddr
+// addresses without one (resolved at each dial round).
+func (c Config) bootstrapTargets() ([]peer.AddrInfo, []ma.Multiaddr, error) {
 	addrs := make([]ma.Multiaddr, 0, len(c.Bootstrap))
+	var dns []ma.Multiaddr
 	for _, text := range c.Bootstrap {
 		a, err := ma.NewMultiaddr(strings.TrimSpace(text))
 		if err != nil {
-			return nil, fmt.Errorf("%w: --bootstrap %q is not a multiaddr (%w); want e.g. /ip4/127.0.0.1/tcp/4001/p2p/12D3KooW...",
+			return nil, nil, fmt.Errorf("%w: --bootstrap %q is not a multiaddr (%w); want e.g. /ip4/127.0.0.1/tcp/4001/p2p/12D3KooW... or /dnsaddr/bootstrap.example.org",
 				ErrBadConfig, text, err)
 		}
 		if _, err := peer.AddrInfoFromP2pAddr(a); err != nil {
-			return nil, fmt.Errorf("%w: --bootstrap %q: %w; the address must end in /p2p/PEERID (`swarm identity` prints the peer id)",
+			if _, dnsErr := a.ValueForProtocol(ma.P_DNSADDR); dnsErr == nil {
+				dns = append(dns, a)
+				continue
+			}
+			return nil, nil, fmt.Errorf("%w: --bootstrap %q: %w; the address must end in /p2p/PEERID (`swarm identity` prints the peer id), or be /dnsaddr/DOMAIN",
 				ErrBadConfig, text, err)
 		}
 		addrs = append(addrs, a)
 	}
 	infos, err := peer.AddrInfosFromP2pAddrs(addrs...)
 	if err != nil {
-		return nil, fmt.Errorf("%w: --bootstrap: %w", ErrBadConfig, err)
+		return nil, nil, fmt.Errorf("%w: --bootstrap: %w", ErrBadConfig, err)
 	}
-	return infos, nil
+	return infos, dns, nil
 }
 
 // dhtMode maps DHTMode to the kad-dht option value.

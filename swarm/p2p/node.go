@@ -34,15 +34,19 @@ import (
 // rendezvous discovery). It is safe for concurrent use. Close stops every
 // goroutine it started and waits for them.
 type Node struct {
-	host       host.Host
-	dht        *dht.IpfsDHT
-	disc       *drouting.RoutingDiscovery
-	opts       options
-	bootstrap  []peer.AddrInfo
-	advertise  bool
-	private    bool
-	peerEvents event.Subscription
-	isolated   chan struct{} // signalled by watchPeers when the last connection closed
+	host      host.Host
+	dht       *dht.IpfsDHT
+	disc      *drouting.RoutingDiscovery
+	opts      options
+	bootstrap []peer.AddrInfo
+	// bootstrapDNS are /dnsaddr bootstrap addresses without a peer id,
+	// resolved at every dial round.
+	bootstrapDNS []ma.Multiaddr
+	advertise    bool
+	private      bool
+	peerEvents   event.Subscription
+	isolated     chan struct{} // signalled by watchPeers when the last connection closed
+	reach        reachWatch    // AutoNAT's verdict and the relay addresses (watchReachability)
 
 	ready     chan struct{} // closed once a bootstrap peer answered (at once without bootstrap peers)
 	readyOnce sync.Once
@@ -97,18 +101,20 @@ func New(cfg Config, opts ...Option) (*Node, error) {
 	if err != nil {
 		return nil, err
 	}
-	boot, err := cfg.BootstrapPeers()
+	boot, bootDNS, err := cfg.bootstrapTargets()
 	if err != nil {
 		return nil, err
 	}
 
 	n := &Node{
-		opts:      o,
-		bootstrap: boot,
-		advertise: cfg.DHTMode != DHTModeClient,
-		private:   psk != nil,
-		ready:     make(chan struct{}),
-		isolated:  make(chan struct{}, 1),
+		opts:         o,
+		bootstrap:    boot,
+		bootstrapDNS: bootDNS,
+		advertise:    cfg.DHTMode != DHTModeClient,
+		private:      psk != nil,
+		ready:        make(chan struct{}),
+		isolated:     make(chan struct{}, 1),
+		reach:        reachWatch{changed: make(chan struct{}, 1)},
 	}
 	var hostRef atomic.Pointer[host.Host] // read by the relay peer source, set after libp2p.New
 	lopts := []libp2p.Option{
@@ -147,6 +153,21 @@ func New(cfg Config, opts ...Option) (*Node, error) {
 	if cfg.NATPortMap {
 		lopts = append(lopts, libp2p.NATPortMap())
 	}
+	if announce, err := cfg.announceMultiaddrs(); err != nil {
+		return nil, err
+	} else if len(announce) > 0 {
+		// The operator's addresses replace the listen addresses (e.g.
+		// 0.0.0.0 behind a port forward); relay circuits stay.
+		lopts = append(lopts, libp2p.AddrsFactory(func(addrs []ma.Multiaddr) []ma.Multiaddr {
+			out := append([]ma.Multiaddr(nil), announce...)
+			for _, a := range addrs {
+				if isCircuit(a) {
+					out = append(out, a)
+				}
+			}
+			return out
+		}))
+	}
 	lopts = append(lopts, o.extra...)
 	h, err := libp2p.New(lopts...)
 	if err != nil {
@@ -162,9 +183,15 @@ func New(cfg Config, opts ...Option) (*Node, error) {
 	if err != nil {
 		return nil, errors.Join(fmt.Errorf("p2p: subscribe to peer events: %w", err), n.dht.Close(), h.Close())
 	}
+	reachSub, err := h.EventBus().Subscribe([]any{new(event.EvtLocalReachabilityChanged), new(event.EvtAutoRelayAddrsUpdated),
+		new(event.EvtPeerIdentificationCompleted), new(event.EvtPeerConnectednessChanged)}, eventbus.BufSize(64))
+	if err != nil {
+		return nil, errors.Join(fmt.Errorf("p2p: subscribe to reachability events: %w", err), n.peerEvents.Close(), n.dht.Close(), h.Close())
+	}
 	n.ctx, n.cancel = context.WithCancel(context.Background())
-	n.wg.Add(3)
+	n.wg.Add(4)
 	go n.watchPeers()
+	go n.watchReachability(reachSub)
 	go n.runBootstrap()
 	go n.runDiscovery()
 	o.logger.Info("p2p node started", "id", h.ID(), "addrs", hostAddrs(h), "bootstrap", len(boot), "private", n.private)

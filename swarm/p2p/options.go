@@ -10,6 +10,7 @@ import (
 	"github.com/libp2p/go-libp2p"
 	"github.com/libp2p/go-libp2p/core/crypto"
 	"github.com/libp2p/go-libp2p/p2p/discovery/backoff"
+	madns "github.com/multiformats/go-multiaddr-dns"
 )
 
 // Defaults of the programmatic options (those that are not flags).
@@ -29,6 +30,9 @@ const (
 	DefaultBackoffMax = time.Minute
 	// DefaultDialTimeout bounds one dial of one bootstrap or discovered peer.
 	DefaultDialTimeout = 10 * time.Second
+	// DefaultBootstrapWarnAfter is how long a bootstrap peer may stay
+	// unreachable before the node warns (once per outage).
+	DefaultBootstrapWarnAfter = 2 * time.Minute
 )
 
 // ProtocolPrefix is the prefix of the swarm's private Kademlia DHT protocols
@@ -46,7 +50,11 @@ type options struct {
 	targetPeers       int
 	discoveryInterval time.Duration
 	dialTimeout       time.Duration
-	extra             []libp2p.Option
+	// bootstrapWarnAfter: see DefaultBootstrapWarnAfter.
+	bootstrapWarnAfter time.Duration
+	// resolver resolves /dnsaddr bootstrap addresses.
+	resolver *madns.Resolver
+	extra    []libp2p.Option
 }
 
 func defaultOptions() options {
@@ -54,10 +62,12 @@ func defaultOptions() options {
 		logger: slog.New(slog.DiscardHandler),
 		backoff: backoff.NewExponentialBackoff(DefaultBackoffMin, DefaultBackoffMax, backoff.FullJitter,
 			DefaultBackoffMin, 2, 0, rand.NewSource(time.Now().UnixNano())),
-		rendezvous:        DefaultRendezvous,
-		targetPeers:       DefaultTargetPeers,
-		discoveryInterval: DefaultDiscoveryInterval,
-		dialTimeout:       DefaultDialTimeout,
+		rendezvous:         DefaultRendezvous,
+		targetPeers:        DefaultTargetPeers,
+		discoveryInterval:  DefaultDiscoveryInterval,
+		dialTimeout:        DefaultDialTimeout,
+		bootstrapWarnAfter: DefaultBootstrapWarnAfter,
+		resolver:           madns.DefaultResolver,
 	}
 }
 
@@ -123,6 +133,32 @@ func WithDialTimeout(d time.Duration) Option {
 			return fmt.Errorf("p2p: WithDialTimeout: %v, want > 0", d)
 		}
 		o.dialTimeout = d
+		return nil
+	}
+}
+
+// WithBootstrapWarnAfter sets how long a bootstrap peer may stay
+// unreachable before the node logs a warning with advice (default
+// DefaultBootstrapWarnAfter); 0 warns at the first failed round.
+func WithBootstrapWarnAfter(d time.Duration) Option {
+	return func(o *options) error {
+		if d < 0 {
+			return fmt.Errorf("p2p: WithBootstrapWarnAfter: %v, want >= 0", d)
+		}
+		o.bootstrapWarnAfter = d
+		return nil
+	}
+}
+
+// WithDNSResolver resolves /dnsaddr bootstrap addresses with r (default
+// madns.DefaultResolver, the system's DNS; tests pass one backed by a
+// madns.MockResolver).
+func WithDNSResolver(r *madns.Resolver) Option {
+	return func(o *options) error {
+		if r == nil {
+			return errors.New("p2p: WithDNSResolver: nil resolver")
+		}
+		o.resolver = r
 		return nil
 	}
 }
