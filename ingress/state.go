@@ -113,9 +113,14 @@ type ModelState struct {
 type ServerState struct {
 	// Endpoint is where the ingress reaches it.
 	Endpoint string `json:"endpoint"`
-	// ID is its node id; Provider who runs it.
-	ID       string `json:"id,omitempty"`
-	Provider string `json:"provider,omitempty"`
+	// ID is its node id; Provider who runs it; PublicName the name its
+	// operator gave it (--public-name).
+	ID         string `json:"id,omitempty"`
+	Provider   string `json:"provider,omitempty"`
+	PublicName string `json:"public_name,omitempty"`
+	// Reachability is its own verdict on how peers reach it: "direct",
+	// "relayed" or "unreachable" (empty from older servers).
+	Reachability string `json:"reachability,omitempty"`
 	// Span is the blocks hosted ([0, L) for a replica); FullRange marks a
 	// replica.
 	Span      swarm.Span `json:"span"`
@@ -159,7 +164,7 @@ type ServerState struct {
 // replica's span).
 func NewServerState(endpoint string, info swarm.ServerInfo, state string, nBlocks int, err error) ServerState {
 	ss := ServerState{
-		Endpoint: endpoint, ID: info.ID, Provider: info.Provider, Span: info.Span,
+		Endpoint: endpoint, ID: info.ID, Provider: info.Provider, PublicName: info.PublicName, Reachability: info.Reachability, Span: info.Span,
 		FullRange: info.FullRange, State: state, Tau: info.Tau, Sessions: len(info.Sessions),
 		CacheBytesFree: info.CacheBytesFree, CacheBytesCapacity: info.CacheBytesCapacity, Device: info.Device,
 		Version: info.Version, StartedAt: info.StartedAt, TokensServed: info.TokensServed,

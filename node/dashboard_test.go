@@ -159,6 +159,12 @@ func TestDashboard_Chromium(t *testing.T) {
 		require.Equal(t, strconv.Itoa(dashboardCoverage[b]), attr(c, "data-servers"), "block %d", b)
 	}
 	require.Len(t, findAll(doc, "state-serving"), len(ids), "every server's state badge says serving")
+	reach := findAll(doc, "reach")
+	require.Len(t, reach, len(ids), "a reachability cell per server")
+	for _, c := range reach {
+		require.NotNil(t, c.FirstChild)
+		require.Equal(t, "direct", c.FirstChild.Data, "loopback servers reach each other directly")
+	}
 
 	shot := filepath.Join(testenv.ArtifactDir(t), "dashboard-5-servers.png")
 	if err := os.Remove(shot); err != nil && !errors.Is(err, fs.ErrNotExist) {

@@ -106,7 +106,7 @@ function drawPlan(st) {
 }
 
 const COLUMNS = [
-  ["peer id"], ["provider"], ["span"], ["state"], ["device"], ["tau (ms/block)", "num"], ["load", "num"],
+  ["peer id"], ["name / provider"], ["span"], ["state"], ["reachability"], ["device"], ["tau (ms/block)", "num"], ["load", "num"],
   ["sessions", "num"], ["tokens served", "num"], ["version"], ["uptime", "num"], ["seen", "num"],
 ];
 
@@ -120,9 +120,10 @@ function serverRow(s, now) {
   const cls = "state-" + (s.state || "").toLowerCase().split(" ")[0];
   return el("tr", { class: "server-row", "data-id": s.id || s.endpoint },
     el("td", {}, el("code", { title: (s.id || "") + "\n" + (s.endpoint || "") }, shortID(s.id || s.endpoint))),
-    el("td", {}, s.provider || "–"),
+    el("td", {}, [s.public_name, s.provider].filter(Boolean).join(" / ") || "–"),
     el("td", {}, s.full_range ? `${span(s.span)} (replica)` : span(s.span)),
     el("td", {}, el("span", { class: "badge " + cls, title: s.error || "" }, state)),
+    el("td", { class: "reach" }, s.reachability || "–"),
     el("td", {}, s.device || "–"),
     el("td", { class: "num" }, s.tau > 0 ? (s.tau * 1000).toFixed(3) : "–"),
     el("td", { class: "num", title: "attention cache in use" }, load),
