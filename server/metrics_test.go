@@ -2,6 +2,7 @@ package server_test
 
 import (
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
@@ -58,12 +59,22 @@ func TestMetrics(t *testing.T) {
 	errs := one("swarm_server_errors_total")
 	require.Equal(t, "WrongModel", errs.GetLabel()[0].GetValue())
 	require.Equal(t, 1.0, errs.GetCounter().GetValue())
+	// A frame written is counted once its write returned, which may be
+	// just after the client read it: gather until the last one shows.
 	bytes := map[string]float64{}
-	for _, mt := range byName["swarm_server_bytes_total"].GetMetric() {
-		bytes[mt.GetLabel()[0].GetValue()] = mt.GetCounter().GetValue()
-	}
+	require.Eventually(t, func() bool {
+		fams, err := reg.Gather()
+		require.NoError(t, err)
+		for _, f := range fams {
+			if f.GetName() == "swarm_server_bytes_total" {
+				for _, mt := range f.GetMetric() {
+					bytes[mt.GetLabel()[0].GetValue()] = mt.GetCounter().GetValue()
+				}
+			}
+		}
+		return bytes["out"] >= 4.0*64*4
+	}, 10*time.Second, 5*time.Millisecond, "out: 4 rows of 64 float32 at least")
 	require.GreaterOrEqual(t, bytes["in"], 4.0*64*4)
-	require.GreaterOrEqual(t, bytes["out"], 4.0*64*4)
 	require.Equal(t, int64(4), srv.Info().TokensServed)
 	require.Equal(t, swarm.Version, srv.Info().Version)
 }
