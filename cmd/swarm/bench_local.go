@@ -61,10 +61,7 @@ func newBenchLocalCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if asJSON {
-				return rep.WriteJSON(cmd.OutOrStdout())
-			}
-			return rep.WriteTable(cmd.OutOrStdout())
+			return writeReport(cmd.OutOrStdout(), rep, asJSON)
 		},
 	}
 	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {

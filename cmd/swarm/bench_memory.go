@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"strconv"
 	"strings"
 
@@ -50,10 +51,7 @@ func newBenchMemoryCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if asJSON {
-				return rep.WriteJSON(cmd.OutOrStdout())
-			}
-			return rep.WriteTable(cmd.OutOrStdout())
+			return writeReport(cmd.OutOrStdout(), rep, asJSON)
 		},
 	}
 	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {
@@ -80,4 +78,18 @@ func parseCounts(s string) ([]int, error) {
 		ns = append(ns, n)
 	}
 	return ns, nil
+}
+
+// report is what a bench command prints: as JSON for scripts, or a table.
+type report interface {
+	WriteJSON(w io.Writer) error
+	WriteTable(w io.Writer) error
+}
+
+// writeReport writes rep to w as JSON (asJSON) or as a table.
+func writeReport(w io.Writer, rep report, asJSON bool) error {
+	if asJSON {
+		return rep.WriteJSON(w)
+	}
+	return rep.WriteTable(w)
 }

@@ -81,10 +81,7 @@ func newBenchServerCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if asJSON {
-				return rep.WriteJSON(cmd.OutOrStdout())
-			}
-			return rep.WriteTable(cmd.OutOrStdout())
+			return writeReport(cmd.OutOrStdout(), rep, asJSON)
 		},
 	}
 	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {
