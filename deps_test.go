@@ -92,6 +92,7 @@ var depRules = map[string]depRule{
 	"internal/testenv":      {only: []string{}, testOnly: true},
 	"internal/supervise":    {only: []string{}},
 	"internal/membw":        {only: []string{}},
+	"internal/flops":        {only: []string{}},
 	"internal/llamabench":   {only: []string{}},
 	"internal/enginebench":  {never: []string{"server", "registry", "node", "sim", "ingress", "cmd"}},
 	"internal/cliconf":      {only: []string{}},

@@ -1,5 +1,7 @@
 package blocks
 
+import "sync"
+
 // gemmAcc is the accumulator block of gemmF32x3x4: 4 accumulators of 8
 // lanes for each of 3 rows times 4 inputs.
 const gemmAcc = 4 * 3 * 4 * 8
@@ -25,36 +27,63 @@ func reduceAcc(acc *[gemmAcc]float32, i int) float32 {
 	return (u0 + u1) + (u2 + u3)
 }
 
+// gemmChunkBlocks is the 32-element blocks of one kernel call: the
+// columns are done in chunks of 1024 so that the tile's 12 rows and a
+// call's 4 inputs (24 KiB of binary16 + 16 KiB of float32) stay in the L1
+// cache while the tile's other row groups and inputs reuse them (measured
+// by BenchmarkMulRowsF16: 512 and 2048 were slower). Splitting a row's sum into
+// chunks does not change it: the accumulators carry over between calls.
+const gemmChunkBlocks = 32
+
+// gemmMaxInputs is the most inputs one gemmTile call takes: its
+// accumulators (gemmMaxInputs/4 groups of inputs times prefillTile/3 groups
+// of rows, 1.5 KiB each) and its inputs' chunk (64 x 2 KiB) stay in L2.
+const gemmMaxInputs = 64
+
+// gemmAccs recycles the accumulators of gemmTile calls.
+var gemmAccs = sync.Pool{New: func() any { return new([prefillTile / gemmRows * gemmMaxInputs / gemmInputs][gemmAcc]float32) }}
+
+// reduce3x4 writes to out[i] reduceAcc(acc, i) for the 12 outputs of a
+// 3x4 group: the same values, in assembly where the GEMM kernels are.
+var reduce3x4 = func(acc *[gemmAcc]float32, out *[gemmRows * gemmInputs]float32) {
+	for i := range out {
+		out[i] = reduceAcc(acc, i)
+	}
+}
+
 // tileRows is a tile of nr weight rows as gemmTile reads them: group adds
 // to acc the partial sums of rows r..r+2 times the 4 inputs at x (stride
-// cols) (gemmF32x3x4 or gemmF16x3x4), dot2 and dot are the row's dot
-// products with one or two inputs, all summed the same way.
+// cols) over the blocks [b0, b0+nb) of 32 columns (gemmF32x3x4 or
+// gemmF16x3x4), dot2 and dot are the row's dot products with one or two
+// inputs, all summed the same way.
 type tileRows struct {
 	nr, cols int
-	group    func(r int, x []float32, acc *[gemmAcc]float32)
+	ldx      int // the stride of the inputs, >= cols
+	group    func(r, b0, nb int, x []float32, acc *[gemmAcc]float32)
 	dot2     func(r int, x0, x1 []float32) (float32, float32)
 	dot      func(r int, x []float32) float32
 }
 
-// f32Tile is the float32 rows [nr, cols] of rows.
-func f32Tile(rows []float32, nr, cols int) tileRows {
+// f32Tile is the float32 rows [nr, cols] of rows, for inputs ldx apart.
+func f32Tile(rows []float32, nr, cols, ldx int) tileRows {
 	return tileRows{
-		nr: nr, cols: cols,
-		group: func(r int, x []float32, acc *[gemmAcc]float32) {
-			gemmF32x3x4(rows[r*cols:], cols, x, cols, cols/32, acc)
+		nr: nr, cols: cols, ldx: ldx,
+		group: func(r, b0, nb int, x []float32, acc *[gemmAcc]float32) {
+			gemmF32x3x4(rows[r*cols+32*b0:], cols, x[32*b0:], ldx, nb, acc)
 		},
 		dot2: func(r int, x0, x1 []float32) (float32, float32) { return dotF32x2(rows[r*cols:(r+1)*cols], x0, x1) },
 		dot:  func(r int, x []float32) float32 { return dotF32(rows[r*cols:(r+1)*cols], x) },
 	}
 }
 
-// f16Tile is the binary16 rows [nr, cols] of w, widened in the kernels.
-func f16Tile(w []uint16, nr, cols int) tileRows {
+// f16Tile is the binary16 rows [nr, cols] of w, widened in the kernels,
+// for inputs ldx apart.
+func f16Tile(w []uint16, nr, cols, ldx int) tileRows {
 	dot := func(r int, x []float32) float32 { return dotF16(w[r*cols:(r+1)*cols], x) }
 	return tileRows{
-		nr: nr, cols: cols,
-		group: func(r int, x []float32, acc *[gemmAcc]float32) {
-			gemmF16x3x4(w[r*cols:], cols, x, cols, cols/32, acc)
+		nr: nr, cols: cols, ldx: ldx,
+		group: func(r, b0, nb int, x []float32, acc *[gemmAcc]float32) {
+			gemmF16x3x4(w[r*cols+32*b0:], cols, x[32*b0:], ldx, nb, acc)
 		},
 		dot2: func(r int, x0, x1 []float32) (float32, float32) { return dot(r, x0), dot(r, x1) },
 		dot:  dot,
@@ -62,39 +91,65 @@ func f16Tile(w []uint16, nr, cols int) tileRows {
 }
 
 // gemmTile computes out[t*outRows + r0 + r] = row r · x[t] for the rows of
-// tile and the first n inputs of x (stride cols), with tile.group for whole
-// groups of 3 rows and 4 inputs and tile.dot2/dot for the rest: every value
-// bit for bit what the row's dot product gives alone. cols must be a
-// multiple of 32 and the GEMM kernels not nil.
+// tile (at most prefillTile) and the first n inputs of x (stride cols),
+// with tile.group for whole groups of 3 rows and 4 inputs, gemmMaxInputs
+// inputs and gemmChunkBlocks*32 columns at a time, and tile.dot2/dot for
+// the rest: every value bit for bit what the row's dot product gives
+// alone. cols must be a multiple of 32 and the GEMM kernels not nil.
 func gemmTile(out []float32, outRows, r0 int, tile tileRows, x []float32, n int) {
-	var acc [gemmAcc]float32
-	nr, cols := tile.nr, tile.cols
-	t := 0
-	for ; t+gemmInputs <= n; t += gemmInputs {
-		r := 0
-		for ; r+gemmRows <= nr; r += gemmRows {
-			clear(acc[:])
-			tile.group(r, x[t*cols:], &acc)
-			for rr := range gemmRows {
-				for tt := range gemmInputs {
-					out[(t+tt)*outRows+r0+r+rr] = reduceAcc(&acc, rr*gemmInputs+tt)
+	nr, cols, ldx := tile.nr, tile.cols, tile.ldx
+	groups := nr / gemmRows
+	if groups > 0 && n >= gemmInputs {
+		accs := gemmAccs.Get().(*[prefillTile / gemmRows * gemmMaxInputs / gemmInputs][gemmAcc]float32)
+		defer gemmAccs.Put(accs)
+		blocks := cols / 32
+		for t0 := 0; t0+gemmInputs <= n; t0 += gemmMaxInputs {
+			tgroups := min(n-t0, gemmMaxInputs) / gemmInputs
+			for i := range groups * tgroups {
+				clear(accs[i][:])
+			}
+			for b0 := 0; b0 < blocks; b0 += gemmChunkBlocks {
+				nb := min(gemmChunkBlocks, blocks-b0)
+				for tg := range tgroups {
+					xt := x[(t0+tg*gemmInputs)*ldx:]
+					for g := range groups {
+						tile.group(g*gemmRows, b0, nb, xt, &accs[tg*groups+g])
+					}
+				}
+			}
+			var sums [gemmRows * gemmInputs]float32
+			for tg := range tgroups {
+				for g := range groups {
+					reduce3x4(&accs[tg*groups+g], &sums)
+					for rr := range gemmRows {
+						for tt := range gemmInputs {
+							out[(t0+tg*gemmInputs+tt)*outRows+r0+g*gemmRows+rr] = sums[rr*gemmInputs+tt]
+						}
+					}
 				}
 			}
 		}
-		for ; r < nr; r++ {
-			for tt := 0; tt < gemmInputs; tt += 2 {
-				out[(t+tt)*outRows+r0+r], out[(t+tt+1)*outRows+r0+r] = tile.dot2(r, x[(t+tt)*cols:(t+tt+1)*cols], x[(t+tt+1)*cols:(t+tt+2)*cols])
-			}
+	}
+	// The rows left over after whole groups of 3, for the inputs done in
+	// groups of 4; then every row for the inputs left over.
+	nt := n / gemmInputs * gemmInputs
+	if groups == 0 {
+		nt = 0
+	}
+	for r := groups * gemmRows; r < nr && nt > 0; r++ {
+		for t := 0; t < nt; t += 2 {
+			out[t*outRows+r0+r], out[(t+1)*outRows+r0+r] = tile.dot2(r, x[t*ldx:t*ldx+cols], x[(t+1)*ldx:(t+1)*ldx+cols])
 		}
 	}
+	t := nt
 	for ; t+2 <= n; t += 2 {
-		x0, x1 := x[t*cols:(t+1)*cols], x[(t+1)*cols:(t+2)*cols]
+		x0, x1 := x[t*ldx:t*ldx+cols], x[(t+1)*ldx:(t+1)*ldx+cols]
 		for r := range nr {
 			out[t*outRows+r0+r], out[(t+1)*outRows+r0+r] = tile.dot2(r, x0, x1)
 		}
 	}
 	if t < n {
-		xt := x[t*cols : (t+1)*cols]
+		xt := x[t*ldx : t*ldx+cols]
 		for r := range nr {
 			out[t*outRows+r0+r] = tile.dot(r, xt)
 		}

@@ -36,8 +36,8 @@ func TestGemmTileMatchesDot(t *testing.T) {
 					tile tileRows
 					dot  func(r int, x []float32) float32
 				}{
-					"f32": {f32Tile(rows, nr, cols), func(r int, x []float32) float32 { return dotF32(rows[r*cols:(r+1)*cols], x) }},
-					"f16": {f16Tile(w, nr, cols), func(r int, x []float32) float32 { return dotF16(w[r*cols:(r+1)*cols], x) }},
+					"f32": {f32Tile(rows, nr, cols, cols), func(r int, x []float32) float32 { return dotF32(rows[r*cols:(r+1)*cols], x) }},
+					"f16": {f16Tile(w, nr, cols, cols), func(r int, x []float32) float32 { return dotF16(w[r*cols:(r+1)*cols], x) }},
 				} {
 					const outRows, r0 = 20, 2
 					out := make([]float32, n*outRows)

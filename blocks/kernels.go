@@ -27,7 +27,16 @@ var (
 	// cvtF16 and cvtBF16 widen src into dst[:len(src)], exactly.
 	cvtF16  = cvtF16Go
 	cvtBF16 = cvtBF16Go
+	// kernelSet names the kernels chosen at init: "go" (portable),
+	// "avx2" or "avx2+avx512" (amd64, by CPU feature).
+	kernelSet = "go"
 )
+
+// Kernels names the compute kernels this process chose at start from the
+// CPU's features: "go" (the portable kernels, and always under -tags
+// purego), "avx2" (AVX2/FMA/F16C) or "avx2+avx512" (AVX-512 GEMM kernels
+// too). Servers and `swarm bench` log it.
+func Kernels() string { return kernelSet }
 
 // The kernels are written so that widening a row and then calling dotF32 on
 // it gives bit for bit the result of dotF16 or dotBF16 on the row (the same

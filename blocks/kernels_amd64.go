@@ -37,6 +37,15 @@ func gemmF32x3x4AVX2(a []float32, lda int, x []float32, ldx int, blocks int, acc
 //go:noescape
 func gemmF16x3x4AVX2(a []uint16, lda int, x []float32, ldx int, blocks int, acc *[gemmAcc]float32)
 
+//go:noescape
+func gemmF32x3x4AVX512(a []float32, lda int, x []float32, ldx int, blocks int, acc *[gemmAcc]float32)
+
+//go:noescape
+func gemmF16x3x4AVX512(a []uint16, lda int, x []float32, ldx int, blocks int, acc *[gemmAcc]float32)
+
+//go:noescape
+func reduce3x4AVX2(acc *[gemmAcc]float32, out *[gemmRows * gemmInputs]float32)
+
 func cpuid(leaf, sub uint32) (eax, ebx, ecx, edx uint32)
 
 // hasF16C reports the F16C extension (CPUID leaf 1, ECX bit 29), which
@@ -48,6 +57,12 @@ func hasF16C() bool {
 
 // simdKernels reports whether the assembly kernels are in use.
 var simdKernels = cpu.X86.HasAVX2 && cpu.X86.HasFMA && hasF16C()
+
+// avx512Kernels reports whether the AVX-512 GEMM kernels (gemm512_amd64.s)
+// replace the AVX2 ones: they need AVX-512 F, DQ (VINSERTF32X8) and VL
+// (the upper 16 registers at 256 bits), and the OS saving the ZMM state,
+// which golang.org/x/sys/cpu checks before it reports AVX-512.
+var avx512Kernels = simdKernels && cpu.X86.HasAVX512F && cpu.X86.HasAVX512DQ && cpu.X86.HasAVX512VL
 
 func init() {
 	if !simdKernels {
@@ -63,19 +78,33 @@ func init() {
 	}
 	cvtF16 = func(dst []float32, src []uint16) { cvtF16AVX2(dst[:len(src)], src) }
 	cvtBF16 = func(dst []float32, src []uint16) { cvtBF16AVX2(dst[:len(src)], src) }
+	useGemm(avx512Kernels)
+	reduce3x4 = reduce3x4AVX2
+	dotQ8_0 = func(w []byte, x []float32) float32 {
+		nb := len(w) / q8BlockBytes
+		return dotQ8_0AVX2(w, x[:nb*q8BlockSize], nb)
+	}
+}
+
+// useGemm installs the AVX-512 (avx512) or the AVX2 3x4 GEMM kernels, which
+// give the same results bit for bit; init chooses by CPU feature, and the
+// benchmarks compare both.
+func useGemm(avx512 bool) {
+	g32, g16 := gemmF32x3x4AVX2, gemmF16x3x4AVX2
+	kernelSet = "avx2"
+	if avx512 {
+		g32, g16 = gemmF32x3x4AVX512, gemmF16x3x4AVX512
+		kernelSet = "avx2+avx512"
+	}
 	gemmF32x3x4 = func(a []float32, lda int, x []float32, ldx int, blocks int, acc *[gemmAcc]float32) {
 		// Bound the reads: rows 0..2 and inputs 0..3 of 32*blocks elements.
 		_ = a[2*lda+32*blocks-1]
 		_ = x[3*ldx+32*blocks-1]
-		gemmF32x3x4AVX2(a, lda, x, ldx, blocks, acc)
+		g32(a, lda, x, ldx, blocks, acc)
 	}
 	gemmF16x3x4 = func(w []uint16, ldw int, x []float32, ldx int, blocks int, acc *[gemmAcc]float32) {
 		_ = w[2*ldw+32*blocks-1]
 		_ = x[3*ldx+32*blocks-1]
-		gemmF16x3x4AVX2(w, ldw, x, ldx, blocks, acc)
-	}
-	dotQ8_0 = func(w []byte, x []float32) float32 {
-		nb := len(w) / q8BlockBytes
-		return dotQ8_0AVX2(w, x[:nb*q8BlockSize], nb)
+		g16(w, ldw, x, ldx, blocks, acc)
 	}
 }

@@ -172,7 +172,7 @@ TEXT ·dotF16AVX2(SB), NOSPLIT, $0-52
 f16loop32:
 	CMPQ CX, $32
 	JLT  f16loop8
-	PREFETCHT0 512(SI)
+	PREFETCHT0 4096(SI)
 	VCVTPH2PS (SI), Y4
 	VCVTPH2PS 16(SI), Y5
 	VCVTPH2PS 32(SI), Y6
@@ -229,7 +229,7 @@ TEXT ·dotBF16AVX2(SB), NOSPLIT, $0-52
 bf16loop32:
 	CMPQ CX, $32
 	JLT  bf16loop8
-	PREFETCHT0 512(SI)
+	PREFETCHT0 4096(SI)
 	VPMOVZXWD (SI), Y4
 	VPMOVZXWD 16(SI), Y5
 	VPMOVZXWD 32(SI), Y6
@@ -293,7 +293,7 @@ TEXT ·dotQ8_0AVX2(SB), NOSPLIT, $0-60
 q8loop:
 	TESTQ CX, CX
 	JEQ   q8reduce
-	PREFETCHT0 512(SI)
+	PREFETCHT0 3072(SI)
 	MOVWLZX (SI), AX
 	VMOVD   AX, X8
 	VCVTPH2PS X8, X8
@@ -616,5 +616,27 @@ h34loop3:
 	JMP  h34loop3
 h34loopdone3:
 	G34STOREACC(1152)
+	VZEROUPPER
+	RET
+
+// func reduce3x4AVX2(acc *[384]float32, out *[12]float32)
+// out[i] = the sum of output i's four 8-lane accumulators in acc
+// ([k][i][8], as gemmF32x3x4AVX2 leaves them), reduced exactly as REDUCE
+// reduces dotF32AVX2's: the same adds in the same order.
+TEXT ·reduce3x4AVX2(SB), NOSPLIT, $0-16
+	MOVQ acc+0(FP), SI
+	MOVQ out+8(FP), DI
+	MOVQ $12, CX
+r34loop:
+	VMOVUPS (SI), Y0
+	VMOVUPS 384(SI), Y1
+	VMOVUPS 768(SI), Y2
+	VMOVUPS 1152(SI), Y3
+	REDUCE
+	MOVSS X0, (DI)
+	ADDQ $32, SI
+	ADDQ $4, DI
+	DECQ CX
+	JNZ  r34loop
 	VZEROUPPER
 	RET

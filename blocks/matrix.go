@@ -164,20 +164,21 @@ func f32ToBF16(f float32) uint16 {
 // groups of gemmRows).
 const prefillTile = 12
 
-// mulRows computes out[t*m.rows + r] = m[r] · x[t*cols:(t+1)*cols] for rows
-// r in [r0, r1) and inputs t < n. For n > 1 each tile of weight rows is read
-// once (and widened to float32 once for f16/bf16) and reused for every input,
-// two inputs per pass: matrix-matrix work instead of n matrix-vector
-// products. Quantized matrices (Q8_0, Q4_K, ...) still take one dot
-// product per row and input, a tile of rows at a time. Results are
-// bit-identical to the n = 1 path.
-func (m *matrix) mulRows(out, x []float32, n, r0, r1 int) {
+// mulRows computes out[t*m.rows + r] = m[r] · x[t*ldx:t*ldx+cols] for rows
+// r in [r0, r1) and inputs t < n (ldx >= cols is the inputs' stride; see
+// inputStride). For n > 1 each tile of weight rows is read once (and
+// widened to float32 once for f16/bf16) and reused for every input:
+// matrix-matrix work instead of n matrix-vector products. Quantized
+// matrices (Q8_0, Q4_K, ...) still take one dot product per row and
+// input, a tile of rows at a time. Results are bit-identical to the n = 1
+// path.
+func (m *matrix) mulRows(out, x []float32, ldx, n, r0, r1 int) {
 	cols := m.cols
 	if n == 1 || m.q != nil {
 		for a := r0; a < r1; a += prefillTile {
 			b := min(a+prefillTile, r1)
 			for t := range n {
-				xt := x[t*cols : (t+1)*cols]
+				xt := x[t*ldx : t*ldx+cols]
 				for r := a; r < b; r++ {
 					out[t*m.rows+r] = m.dotRow(r, xt)
 				}
@@ -189,7 +190,7 @@ func (m *matrix) mulRows(out, x []float32, n, r0, r1 int) {
 		// Widen in the kernel: the rows are read once, from memory.
 		for a := r0; a < r1; a += prefillTile {
 			b := min(a+prefillTile, r1)
-			gemmTile(out, m.rows, a, f16Tile(m.u16[a*cols:b*cols], b-a, cols), x, n)
+			gemmTile(out, m.rows, a, f16Tile(m.u16[a*cols:b*cols], b-a, cols, ldx), x, n)
 		}
 		return
 	}
@@ -209,21 +210,46 @@ func (m *matrix) mulRows(out, x []float32, n, r0, r1 int) {
 			}
 		}
 		if gemmF32x3x4 != nil && cols%32 == 0 {
-			gemmTile(out, m.rows, a, f32Tile(rows, b-a, cols), x, n)
+			gemmTile(out, m.rows, a, f32Tile(rows, b-a, cols, ldx), x, n)
 			continue
 		}
 		t := 0
 		for ; t+2 <= n; t += 2 {
-			x0, x1 := x[t*cols:(t+1)*cols], x[(t+1)*cols:(t+2)*cols]
+			x0, x1 := x[t*ldx:t*ldx+cols], x[(t+1)*ldx:(t+1)*ldx+cols]
 			for r := a; r < b; r++ {
 				out[t*m.rows+r], out[(t+1)*m.rows+r] = dotF32x2(rows[(r-a)*cols:(r-a+1)*cols], x0, x1)
 			}
 		}
 		if t < n {
-			xt := x[t*cols : (t+1)*cols]
+			xt := x[t*ldx : t*ldx+cols]
 			for r := a; r < b; r++ {
 				out[t*m.rows+r] = dotF32(rows[(r-a)*cols:(r-a+1)*cols], xt)
 			}
 		}
 	}
+}
+
+// paddedInputs recycles the strided copies of inputStride.
+var paddedInputs = sync.Pool{New: func() any { return new([]float32) }}
+
+// inputStride returns the n inputs of x [n, cols] laid out for mulRows:
+// for 4 or more inputs of a power-of-two-ish width (cols a multiple of
+// 256) a copy whose rows lie cols+16 floats apart, so the 4 inputs a GEMM
+// kernel reads at once do not all map to the same L1 cache sets (4 KiB
+// aliasing); otherwise x itself. release returns the copy to its pool
+// once the products are done.
+func inputStride(x []float32, n, cols int) (xs []float32, ldx int, release func()) {
+	if n < gemmInputs || cols%256 != 0 {
+		return x, cols, func() {}
+	}
+	ldx = cols + 16
+	p := paddedInputs.Get().(*[]float32)
+	if cap(*p) < n*ldx {
+		*p = make([]float32, n*ldx)
+	}
+	xs = (*p)[:n*ldx]
+	for t := range n {
+		copy(xs[t*ldx:t*ldx+cols], x[t*cols:(t+1)*cols])
+	}
+	return xs, ldx, func() { paddedInputs.Put(p) }
 }

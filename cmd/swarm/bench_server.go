@@ -19,7 +19,7 @@ func newBenchCmd() *cobra.Command {
 		Short: "Benchmark parts of the swarm on this machine",
 		Args:  cobra.NoArgs,
 	}
-	cmd.AddCommand(newBenchServerCmd(), newBenchChurnCmd(), newBenchMemoryCmd(), newBenchLocalCmd())
+	cmd.AddCommand(newBenchServerCmd(), newBenchChurnCmd(), newBenchMemoryCmd(), newBenchFlopsCmd(), newBenchLocalCmd())
 	return cmd
 }
 

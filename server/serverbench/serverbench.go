@@ -13,6 +13,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/swarmllm/swarm/blocks"
+	"github.com/swarmllm/swarm/internal/flops"
 	"github.com/swarmllm/swarm/internal/llamabench"
 	"github.com/swarmllm/swarm/server"
 	"github.com/swarmllm/swarm/swarm"
@@ -132,6 +134,9 @@ type Prefill struct {
 	DecodePathTokS float64 `json:"decode_path_tok_s"`
 	// Speedup is BatchedTokS / DecodePathTokS.
 	Speedup float64 `json:"speedup"`
+	// BatchedGFLOPs is BatchedTokS times the matrix FLOPs of one token
+	// through the span (FLOPsPerToken), 10^9 FLOP/s.
+	BatchedGFLOPs float64 `json:"batched_gflops"`
 }
 
 // Report is the outcome of Run.
@@ -142,6 +147,12 @@ type Report struct {
 	Prefill *Prefill `json:"prefill,omitempty"`
 	// LlamaCpp is llama_bench.mjs's whole output with --vs-llama-cpp.
 	LlamaCpp *llamabench.Result `json:"llama_cpp,omitempty"`
+	// Kernels names the engine's compute kernels (blocks.Kernels).
+	Kernels string `json:"kernels"`
+	// PeakGFLOPs is this machine's peak float32 multiply-add rate on
+	// GOMAXPROCS goroutines, measured before the runs (internal/flops,
+	// `swarm bench flops`), 10^9 FLOP/s: the bound of every GFLOPs above.
+	PeakGFLOPs float64 `json:"peak_gflops"`
 }
 
 // FLOPsPerToken is the floating-point operations of the matrix products
@@ -207,7 +218,13 @@ func measure(ctx context.Context, cfg Config, log *slog.Logger) (Report, error) 
 		wg.Wait()
 	}()
 	b := bench{url: "ws://" + ln.Addr().String(), info: srv.ModelInfo(), span: cfg.Blocks}
-	var rep Report
+	fc := flops.DefaultConfig()
+	fc.Threads = []int{runtime.GOMAXPROCS(0)}
+	peak, err := flops.Measure(ctx, fc)
+	if err != nil {
+		return Report{}, fmt.Errorf("serverbench: peak: %w", err)
+	}
+	rep := Report{Kernels: blocks.Kernels(), PeakGFLOPs: peak.Peak() / 1e9}
 	for _, n := range cfg.Concurrency {
 		r, err := b.decode(ctx, n, cfg)
 		if err != nil {
@@ -314,5 +331,8 @@ func (b bench) prefill(ctx context.Context, n int) (Prefill, error) {
 	if err != nil {
 		return Prefill{}, err
 	}
-	return Prefill{Tokens: n, BatchedTokS: batched, DecodePathTokS: decodePath, Speedup: batched / decodePath}, nil
+	return Prefill{
+		Tokens: n, BatchedTokS: batched, DecodePathTokS: decodePath, Speedup: batched / decodePath,
+		BatchedGFLOPs: batched * FLOPsPerToken(b.info, b.span.Len()) / 1e9,
+	}, nil
 }

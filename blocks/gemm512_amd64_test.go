@@ -1,0 +1,116 @@
+//go:build amd64 && !purego
+
+package blocks
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/swarmllm/swarm/swarm"
+)
+
+// TestGemmAVX512MatchesAVX2 requires the AVX-512 3x4 kernels to leave every
+// partial sum exactly as the AVX2 ones do, from the same non-zero starting
+// accumulators (a row done in pieces) and for 1 and many blocks.
+func TestGemmAVX512MatchesAVX2(t *testing.T) {
+	if !avx512Kernels {
+		t.Skip("this CPU has no AVX-512 F/DQ/VL: the AVX2 kernels are the ones in use")
+	}
+	rng := rand.New(rand.NewPCG(5, 6))
+	for _, blocks := range []int{1, 3, 128} {
+		const lda, ldx = 4200, 4160 // strides larger than the rows read
+		a := make([]float32, 3*lda)
+		w := make([]uint16, 3*lda)
+		x := make([]float32, 4*ldx)
+		for i := range a {
+			a[i] = float32(rng.NormFloat64())
+			w[i] = f32ToF16(a[i])
+		}
+		for i := range x {
+			x[i] = float32(rng.NormFloat64())
+		}
+		var start [gemmAcc]float32
+		for i := range start {
+			start[i] = float32(rng.NormFloat64())
+		}
+		acc2, acc512 := start, start
+		gemmF32x3x4AVX2(a, lda, x, ldx, blocks, &acc2)
+		gemmF32x3x4AVX512(a, lda, x, ldx, blocks, &acc512)
+		for i := range acc2 {
+			require.Equal(t, math.Float32bits(acc2[i]), math.Float32bits(acc512[i]), "f32, %d blocks, acc %d", blocks, i)
+		}
+		acc2, acc512 = start, start
+		gemmF16x3x4AVX2(w, lda, x, ldx, blocks, &acc2)
+		gemmF16x3x4AVX512(w, lda, x, ldx, blocks, &acc512)
+		for i := range acc2 {
+			require.Equal(t, math.Float32bits(acc2[i]), math.Float32bits(acc512[i]), "f16, %d blocks, acc %d", blocks, i)
+		}
+		require.NotEqual(t, start, acc512, "the kernel added nothing")
+	}
+}
+
+// BenchmarkGemmF16x3x4 times one 3-row x 4-input tile of binary16 weights
+// over 4096 columns with each kernel (GFLOP/s reported), the inner loop of
+// batched decode and prefill on f16 spans.
+func BenchmarkGemmF16x3x4(b *testing.B) {
+	const cols = 4096
+	w := make([]uint16, 3*cols)
+	x := make([]float32, 4*cols)
+	for i := range w {
+		w[i] = f32ToF16(float32(i%7) - 3)
+	}
+	for i := range x {
+		x[i] = float32(i%5) - 2
+	}
+	kernels := map[string]func([]uint16, int, []float32, int, int, *[gemmAcc]float32){"avx2": gemmF16x3x4AVX2}
+	if avx512Kernels {
+		kernels["avx512"] = gemmF16x3x4AVX512
+	}
+	for _, name := range []string{"avx2", "avx512"} {
+		k, ok := kernels[name]
+		if !ok {
+			continue
+		}
+		b.Run(fmt.Sprint(name), func(b *testing.B) {
+			var acc [gemmAcc]float32
+			for b.Loop() {
+				k(w, cols, x, cols, cols/32, &acc)
+			}
+			b.ReportMetric(float64(2*3*4*cols)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+		})
+	}
+}
+
+// BenchmarkMulRowsF16 times mulRows of a [4096, 4096] binary16 matrix over
+// n inputs on one goroutine, with each GEMM kernel: the tiling around the
+// kernel (cache reuse of rows and inputs) at decode-batch and prefill sizes.
+func BenchmarkMulRowsF16(b *testing.B) {
+	rng := rand.New(rand.NewPCG(1, 1))
+	m := benchMatrix(rng, 4096, 4096, swarm.DTypeF16)
+	defer useGemm(avx512Kernels)
+	for _, kernel := range []string{"avx2", "avx512"} {
+		if kernel == "avx512" && !avx512Kernels {
+			continue
+		}
+		for _, n := range []int{16, 64} {
+			b.Run(fmt.Sprintf("%s/n=%d", kernel, n), func(b *testing.B) {
+				useGemm(kernel == "avx512")
+				x := make([]float32, n*m.cols)
+				for i := range x {
+					x[i] = float32(i%7) / 7
+				}
+				out := make([]float32, n*m.rows)
+				for b.Loop() {
+					xs, ldx, release := inputStride(x, n, m.cols)
+					m.mulRows(out, xs, ldx, n, 0, m.rows)
+					release()
+				}
+				b.ReportMetric(2*float64(m.rows*m.cols*n)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+			})
+		}
+	}
+}
