@@ -349,13 +349,13 @@ func mulMats(outs [][]float32, ms []*matrix, x []float32, n int) {
 		total += m.rows
 	}
 	cols := ms[0].cols
-	xs, ldx, release := inputStride(x, n, cols)
-	defer release()
+	in := prepareInputs(ms, x, n, cols)
+	defer in.release()
 	parallelFor(total, n*cols, func(lo, hi int) {
 		base := 0
 		for i, m := range ms {
 			if a, b := max(lo, base), min(hi, base+m.rows); a < b {
-				m.mulRows(outs[i], xs, ldx, n, a-base, b-base)
+				m.mulRows(outs[i], in, n, a-base, b-base)
 			}
 			base += m.rows
 		}
@@ -369,11 +369,11 @@ func mulMats(outs [][]float32, ms []*matrix, x []float32, n int) {
 // up [n, FFNDim] is scratch for the w3 products.
 func mulGLU(hb, up []float32, w1, w3 *matrix, x []float32, n int, act Activation) {
 	f, cols := w1.rows, w1.cols
-	xs, ldx, release := inputStride(x, n, cols)
-	defer release()
+	in := prepareInputs([]*matrix{w1, w3}, x, n, cols)
+	defer in.release()
 	parallelFor(f, 2*n*cols, func(lo, hi int) {
-		w1.mulRows(hb, xs, ldx, n, lo, hi)
-		w3.mulRows(up, xs, ldx, n, lo, hi)
+		w1.mulRows(hb, in, n, lo, hi)
+		w3.mulRows(up, in, n, lo, hi)
 		for t := range n {
 			if act == ActGELUTanh {
 				for r := lo; r < hi; r++ {

@@ -58,8 +58,11 @@ func TestSynthFormatsAgree(t *testing.T) {
 }
 
 // TestSynthQ8_0 compares a Q8_0 GGUF with the float32 llama2.c file of the
-// same (dequantized) weights: the kernels sum in a different order, so
-// they agree to float32 rounding, not bit for bit.
+// same (dequantized) weights: the Q8_0 products round their inputs to 8
+// bits per block of 32 as llama.cpp does (a relative error up to 1/254 a
+// value, compounding over the blocks), so the logits (rms about 1) agree
+// to 0.1 and an rms difference under 0.03 (measured: 0.026-0.051 and
+// 0.010-0.016), the bounds the llama.cpp oracle sees for quantized types.
 func TestSynthQ8_0(t *testing.T) {
 	c := smallConfig(swarm.DTypeQ8_0)
 	paths := synthFiles(t, c)
@@ -68,7 +71,12 @@ func TestSynthQ8_0(t *testing.T) {
 	want := logitsOf(t, load(t, paths["llama2c-v0"]), testTokens)
 	got := logitsOf(t, q8, testTokens)
 	for i := range want {
-		require.InDeltaSlice(t, want[i], got[i], 2e-4, "position %d", i)
+		require.InDeltaSlice(t, want[i], got[i], 0.1, "position %d", i)
+		var ss float64
+		for j := range want[i] {
+			ss += float64(want[i][j]-got[i][j]) * float64(want[i][j]-got[i][j])
+		}
+		require.Less(t, math.Sqrt(ss/float64(len(want[i]))), 0.03, "position %d: rms difference", i)
 	}
 }
 
@@ -118,7 +126,7 @@ func TestSynthQuantized(t *testing.T) {
 			want := logitsOf(t, load(t, paths["llama2c-v0"]), testTokens)
 			got := logitsOf(t, q, testTokens)
 			for i := range want {
-				require.InDeltaSlice(t, want[i], got[i], 2e-4, "position %d", i)
+				require.InDeltaSlice(t, want[i], got[i], 0.02, "position %d", i)
 			}
 		})
 	}

@@ -105,12 +105,56 @@ func BenchmarkMulRowsF16(b *testing.B) {
 				}
 				out := make([]float32, n*m.rows)
 				for b.Loop() {
-					xs, ldx, release := inputStride(x, n, m.cols)
-					m.mulRows(out, xs, ldx, n, 0, m.rows)
-					release()
+					in := prepareInputs([]*matrix{m}, x, n, m.cols)
+					m.mulRows(out, in, n, 0, m.rows)
+					in.release()
 				}
 				b.ReportMetric(2*float64(m.rows*m.cols*n)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
 			})
 		}
 	}
 }
+
+// TestQ8_0KernelsMatchGo requires the VNNI kernels' lanes to equal the
+// portable q8_0Lanes': integer lane sums are exact and the float32 steps
+// are the same; fma32 may round twice, so equality is checked to 1 ulp of
+// the lane values' scale and exactly for the great majority.
+func TestQ8_0KernelsMatchGo(t *testing.T) {
+	if !vnniKernels {
+		t.Skip("this CPU has no AVX-512 VNNI: the portable Q8_0 x Q8 kernel is the one in use")
+	}
+	rng := rand.New(rand.NewPCG(11, 12))
+	const cols = 1024
+	m := randomMatrix(rng, 4, cols, swarm.DTypeQ8_0)
+	x := make([]float32, 4*cols)
+	for i := range x {
+		x[i] = float32(rng.NormFloat64())
+	}
+	a := quantizeActs(x, cols, 4, cols)
+	defer a.release()
+	rb, nb := m.rowBytes(), cols/32
+	var tile [3 * 4 * q8Lanes]float32
+	q8_0Tile3x4(m.q, rb, a.buf, a.stride, nb, &tile)
+	var one [q8Lanes]float32
+	q8_0x1x1AVX512(m.q[rb:], 0, a.row(2), 0, nb, &one)
+	same := 0
+	for r := range 3 {
+		for tt := range 4 {
+			var want [q8Lanes]float32
+			q8_0Lanes(m.q[r*rb:(r+1)*rb], a.row(tt), nb, &want)
+			for j := range q8Lanes {
+				got := tile[(r*4+tt)*q8Lanes+j]
+				require.InDelta(t, want[j], got, 1e-5*float64(abs32(want[j])+1), "row %d input %d lane %d", r, tt, j)
+				if got == want[j] {
+					same++
+				}
+				if r == 1 && tt == 2 {
+					require.Equal(t, math.Float32bits(got), math.Float32bits(one[j]), "1x1 kernel, lane %d", j)
+				}
+			}
+		}
+	}
+	require.GreaterOrEqual(t, same, 3*4*q8Lanes*9/10)
+}
+
+func abs32(v float32) float32 { return float32(math.Abs(float64(v))) }

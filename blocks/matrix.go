@@ -165,15 +165,19 @@ func f32ToBF16(f float32) uint16 {
 const prefillTile = 12
 
 // mulRows computes out[t*m.rows + r] = m[r] · x[t*ldx:t*ldx+cols] for rows
-// r in [r0, r1) and inputs t < n (ldx >= cols is the inputs' stride; see
-// inputStride). For n > 1 each tile of weight rows is read once (and
+// r in [r0, r1) and inputs t < n of in (see prepareInputs); Q8_0 matrices
+// take the inputs quantized to 8 bits (mulRowsQ8_0). For n > 1 each tile of weight rows is read once (and
 // widened to float32 once for f16/bf16) and reused for every input:
 // matrix-matrix work instead of n matrix-vector products. Quantized
 // matrices (Q8_0, Q4_K, ...) still take one dot product per row and
 // input, a tile of rows at a time. Results are bit-identical to the n = 1
 // path.
-func (m *matrix) mulRows(out, x []float32, ldx, n, r0, r1 int) {
-	cols := m.cols
+func (m *matrix) mulRows(out []float32, in *inputs, n, r0, r1 int) {
+	x, ldx, cols := in.x, in.ldx, m.cols
+	if m.dtype == swarm.DTypeQ8_0 && in.q8 != nil {
+		m.mulRowsQ8_0(out, in.q8, n, r0, r1)
+		return
+	}
 	if n == 1 || m.q != nil {
 		for a := r0; a < r1; a += prefillTile {
 			b := min(a+prefillTile, r1)
@@ -229,27 +233,51 @@ func (m *matrix) mulRows(out, x []float32, ldx, n, r0, r1 int) {
 	}
 }
 
-// paddedInputs recycles the strided copies of inputStride.
+// paddedInputs recycles the strided copies of prepareInputs.
 var paddedInputs = sync.Pool{New: func() any { return new([]float32) }}
 
-// inputStride returns the n inputs of x [n, cols] laid out for mulRows:
-// for 4 or more inputs of a power-of-two-ish width (cols a multiple of
-// 256) a copy whose rows lie cols+16 floats apart, so the 4 inputs a GEMM
-// kernel reads at once do not all map to the same L1 cache sets (4 KiB
-// aliasing); otherwise x itself. release returns the copy to its pool
-// once the products are done.
-func inputStride(x []float32, n, cols int) (xs []float32, ldx int, release func()) {
-	if n < gemmInputs || cols%256 != 0 {
-		return x, cols, func() {}
+// inputs is the n inputs of a matrix product laid out for mulRows: x with
+// rows ldx floats apart, and (when a matrix of the product is Q8_0) the
+// same rows quantized to 8 bits.
+type inputs struct {
+	x       []float32
+	ldx     int
+	q8      *q8Acts
+	release func()
+}
+
+// prepareInputs lays out the n inputs x [n, cols] for a product with the
+// matrices ms. For 4 or more inputs of a power-of-two-ish width (cols a
+// multiple of 256) x is copied with rows cols+16 floats apart, so the 4
+// inputs a GEMM kernel reads at once do not all map to the same L1 cache
+// sets (4 KiB aliasing). When one of ms is Q8_0, the inputs are also
+// quantized to 8 bits, once for all rows. release returns the copies to
+// their pools once the products are done.
+func prepareInputs(ms []*matrix, x []float32, n, cols int) *inputs {
+	in := &inputs{x: x, ldx: cols, release: func() {}}
+	for _, m := range ms {
+		if m.dtype == swarm.DTypeQ8_0 && cols%q8BlockSize == 0 {
+			in.q8 = quantizeActs(x, cols, n, cols)
+			in.release = in.q8.release
+			break
+		}
 	}
-	ldx = cols + 16
+	if n < gemmInputs || cols%256 != 0 {
+		return in
+	}
+	ldx := cols + 16
 	p := paddedInputs.Get().(*[]float32)
 	if cap(*p) < n*ldx {
 		*p = make([]float32, n*ldx)
 	}
-	xs = (*p)[:n*ldx]
+	xs := (*p)[:n*ldx]
 	for t := range n {
 		copy(xs[t*ldx:t*ldx+cols], x[t*cols:(t+1)*cols])
 	}
-	return xs, ldx, func() { paddedInputs.Put(p) }
+	q8 := in.release
+	in.x, in.ldx, in.release = xs, ldx, func() {
+		q8()
+		paddedInputs.Put(p)
+	}
+	return in
 }

@@ -1,0 +1,212 @@
+//go:build amd64 && !purego
+
+#include "textflag.h"
+
+// Q8_0 weights times 8-bit activations (q8act.go) with AVX-512 VNNI on
+// 256-bit registers (VPDPBUSD; AVX512_VNNI + AVX512VL). For each weight
+// row r and input t, lane j of block b is sum_{k<4} w_{4j+k} q_{4j+k},
+// computed as (w + 128) times q plus the input's c_j; it is converted to
+// float32 and fused-multiply-added, times dw * dx, to the output's lane j
+// accumulator: the same operations in the same order in every kernel here
+// and in q8_0Lanes, so a row's lanes do not depend on the kernel or the
+// batch. The caller reduces the lanes (reduceLanes).
+//
+// func q8_0xRxTAVX512(w []byte, ldw int, a []byte, lda int, nb int, acc *[R*T*8]float32)
+// Rows r < R at w[r*ldw:], inputs t < T at a[t*lda:], nb blocks; acc
+// holds output r*T+t's 8 lanes at (r*T+t)*8, loaded first and stored back.
+//
+// Registers: Y0-Y3 the rows' 32 bytes (+128), Y4-Y7 their scales dw,
+// Y8 an input's q, Y9 its c, Y10 its dx, Y11 bytes of 0x80, Y12 a lane
+// sum, Y13 dw*dx, X14 scratch, Y16-Y27 the accumulators. SI, DI, R8, R9
+// rows; R10-R13 inputs; BX the weight offset (34 bytes a block), AX the
+// input offset (68), CX blocks left, DX scratch and acc.
+
+// func q8_0x3x4AVX512(w []byte, ldw int, a []byte, lda int, nb int, acc *[96]float32)
+TEXT ·q8_0x3x4AVX512(SB), NOSPLIT, $0-80
+	MOVQ w_base+0(FP), SI
+	MOVQ ldw+24(FP), DX
+	LEAQ (SI)(DX*1), DI
+	LEAQ (DI)(DX*1), R8
+	MOVQ a_base+32(FP), R10
+	MOVQ lda+56(FP), DX
+	LEAQ (R10)(DX*1), R11
+	LEAQ (R11)(DX*1), R12
+	LEAQ (R12)(DX*1), R13
+	MOVQ nb+64(FP), CX
+	MOVQ acc+72(FP), DX
+	VMOVUPS 0(DX), Y16
+	VMOVUPS 32(DX), Y17
+	VMOVUPS 64(DX), Y18
+	VMOVUPS 96(DX), Y19
+	VMOVUPS 128(DX), Y20
+	VMOVUPS 160(DX), Y21
+	VMOVUPS 192(DX), Y22
+	VMOVUPS 224(DX), Y23
+	VMOVUPS 256(DX), Y24
+	VMOVUPS 288(DX), Y25
+	VMOVUPS 320(DX), Y26
+	VMOVUPS 352(DX), Y27
+	MOVL $0x80808080, DX
+	VMOVD DX, X11
+	VPBROADCASTD X11, Y11
+	XORQ AX, AX
+	XORQ BX, BX
+	TESTQ CX, CX
+	JEQ q8_0x3x4avx512done
+q8_0x3x4avx512loop:
+	PREFETCHT0 2048(SI)(BX*1)
+	VMOVDQU 2(SI)(BX*1), Y0
+	VPXOR Y11, Y0, Y0
+	MOVWLZX (SI)(BX*1), DX
+	VMOVD DX, X14
+	VCVTPH2PS X14, X14
+	VBROADCASTSS X14, Y4
+	PREFETCHT0 2048(DI)(BX*1)
+	VMOVDQU 2(DI)(BX*1), Y1
+	VPXOR Y11, Y1, Y1
+	MOVWLZX (DI)(BX*1), DX
+	VMOVD DX, X14
+	VCVTPH2PS X14, X14
+	VBROADCASTSS X14, Y5
+	PREFETCHT0 2048(R8)(BX*1)
+	VMOVDQU 2(R8)(BX*1), Y2
+	VPXOR Y11, Y2, Y2
+	MOVWLZX (R8)(BX*1), DX
+	VMOVD DX, X14
+	VCVTPH2PS X14, X14
+	VBROADCASTSS X14, Y6
+	VMOVDQU (R10)(AX*1), Y8
+	VMOVDQU 32(R10)(AX*1), Y9
+	VBROADCASTSS 64(R10)(AX*1), Y10
+	VMOVDQA Y9, Y12
+	VPDPBUSD Y8, Y0, Y12
+	VCVTDQ2PS Y12, Y12
+	VMULPS Y10, Y4, Y13
+	VFMADD231PS Y13, Y12, Y16
+	VMOVDQA Y9, Y12
+	VPDPBUSD Y8, Y1, Y12
+	VCVTDQ2PS Y12, Y12
+	VMULPS Y10, Y5, Y13
+	VFMADD231PS Y13, Y12, Y20
+	VMOVDQA Y9, Y12
+	VPDPBUSD Y8, Y2, Y12
+	VCVTDQ2PS Y12, Y12
+	VMULPS Y10, Y6, Y13
+	VFMADD231PS Y13, Y12, Y24
+	VMOVDQU (R11)(AX*1), Y8
+	VMOVDQU 32(R11)(AX*1), Y9
+	VBROADCASTSS 64(R11)(AX*1), Y10
+	VMOVDQA Y9, Y12
+	VPDPBUSD Y8, Y0, Y12
+	VCVTDQ2PS Y12, Y12
+	VMULPS Y10, Y4, Y13
+	VFMADD231PS Y13, Y12, Y17
+	VMOVDQA Y9, Y12
+	VPDPBUSD Y8, Y1, Y12
+	VCVTDQ2PS Y12, Y12
+	VMULPS Y10, Y5, Y13
+	VFMADD231PS Y13, Y12, Y21
+	VMOVDQA Y9, Y12
+	VPDPBUSD Y8, Y2, Y12
+	VCVTDQ2PS Y12, Y12
+	VMULPS Y10, Y6, Y13
+	VFMADD231PS Y13, Y12, Y25
+	VMOVDQU (R12)(AX*1), Y8
+	VMOVDQU 32(R12)(AX*1), Y9
+	VBROADCASTSS 64(R12)(AX*1), Y10
+	VMOVDQA Y9, Y12
+	VPDPBUSD Y8, Y0, Y12
+	VCVTDQ2PS Y12, Y12
+	VMULPS Y10, Y4, Y13
+	VFMADD231PS Y13, Y12, Y18
+	VMOVDQA Y9, Y12
+	VPDPBUSD Y8, Y1, Y12
+	VCVTDQ2PS Y12, Y12
+	VMULPS Y10, Y5, Y13
+	VFMADD231PS Y13, Y12, Y22
+	VMOVDQA Y9, Y12
+	VPDPBUSD Y8, Y2, Y12
+	VCVTDQ2PS Y12, Y12
+	VMULPS Y10, Y6, Y13
+	VFMADD231PS Y13, Y12, Y26
+	VMOVDQU (R13)(AX*1), Y8
+	VMOVDQU 32(R13)(AX*1), Y9
+	VBROADCASTSS 64(R13)(AX*1), Y10
+	VMOVDQA Y9, Y12
+	VPDPBUSD Y8, Y0, Y12
+	VCVTDQ2PS Y12, Y12
+	VMULPS Y10, Y4, Y13
+	VFMADD231PS Y13, Y12, Y19
+	VMOVDQA Y9, Y12
+	VPDPBUSD Y8, Y1, Y12
+	VCVTDQ2PS Y12, Y12
+	VMULPS Y10, Y5, Y13
+	VFMADD231PS Y13, Y12, Y23
+	VMOVDQA Y9, Y12
+	VPDPBUSD Y8, Y2, Y12
+	VCVTDQ2PS Y12, Y12
+	VMULPS Y10, Y6, Y13
+	VFMADD231PS Y13, Y12, Y27
+	ADDQ $34, BX
+	ADDQ $68, AX
+	DECQ CX
+	JNZ q8_0x3x4avx512loop
+q8_0x3x4avx512done:
+	MOVQ acc+72(FP), DX
+	VMOVUPS Y16, 0(DX)
+	VMOVUPS Y17, 32(DX)
+	VMOVUPS Y18, 64(DX)
+	VMOVUPS Y19, 96(DX)
+	VMOVUPS Y20, 128(DX)
+	VMOVUPS Y21, 160(DX)
+	VMOVUPS Y22, 192(DX)
+	VMOVUPS Y23, 224(DX)
+	VMOVUPS Y24, 256(DX)
+	VMOVUPS Y25, 288(DX)
+	VMOVUPS Y26, 320(DX)
+	VMOVUPS Y27, 352(DX)
+	VZEROUPPER
+	RET
+
+// func q8_0x1x1AVX512(w []byte, ldw int, a []byte, lda int, nb int, acc *[8]float32)
+TEXT ·q8_0x1x1AVX512(SB), NOSPLIT, $0-80
+	MOVQ w_base+0(FP), SI
+	MOVQ ldw+24(FP), DX
+	MOVQ a_base+32(FP), R10
+	MOVQ lda+56(FP), DX
+	MOVQ nb+64(FP), CX
+	MOVQ acc+72(FP), DX
+	VMOVUPS 0(DX), Y16
+	MOVL $0x80808080, DX
+	VMOVD DX, X11
+	VPBROADCASTD X11, Y11
+	XORQ AX, AX
+	XORQ BX, BX
+	TESTQ CX, CX
+	JEQ q8_0x1x1avx512done
+q8_0x1x1avx512loop:
+	PREFETCHT0 2048(SI)(BX*1)
+	VMOVDQU 2(SI)(BX*1), Y0
+	VPXOR Y11, Y0, Y0
+	MOVWLZX (SI)(BX*1), DX
+	VMOVD DX, X14
+	VCVTPH2PS X14, X14
+	VBROADCASTSS X14, Y4
+	VMOVDQU (R10)(AX*1), Y8
+	VMOVDQU 32(R10)(AX*1), Y9
+	VBROADCASTSS 64(R10)(AX*1), Y10
+	VMOVDQA Y9, Y12
+	VPDPBUSD Y8, Y0, Y12
+	VCVTDQ2PS Y12, Y12
+	VMULPS Y10, Y4, Y13
+	VFMADD231PS Y13, Y12, Y16
+	ADDQ $34, BX
+	ADDQ $68, AX
+	DECQ CX
+	JNZ q8_0x1x1avx512loop
+q8_0x1x1avx512done:
+	MOVQ acc+72(FP), DX
+	VMOVUPS Y16, 0(DX)
+	VZEROUPPER
+	RET
+
