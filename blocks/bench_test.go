@@ -116,12 +116,17 @@ func BenchmarkDecodeBlock7B(b *testing.B) {
 	}
 }
 
-// BenchmarkPrefillBlock7B times a prefill of 64 tokens through one
-// 7B-shaped f16 block (the matrix-matrix path); ns/op is per 64 tokens.
+// BenchmarkPrefillBlock7B times a prefill of n tokens through one
+// 7B-shaped f16 or q8_0 block (the matrix-matrix path); ns/op is per n
+// tokens.
 func BenchmarkPrefillBlock7B(b *testing.B) {
-	for _, n := range []int{1, 16, 64} {
-		b.Run(fmt.Sprintf("f16/tokens=%d", n), func(b *testing.B) {
-			e := benchEngine(b, llama7B, swarm.DTypeF16)
+	for _, c := range []struct {
+		dt swarm.DType
+		n  int
+	}{{swarm.DTypeF16, 1}, {swarm.DTypeF16, 16}, {swarm.DTypeF16, 64}, {swarm.DTypeQ8_0, 64}} {
+		n := c.n
+		b.Run(fmt.Sprintf("%s/tokens=%d", c.dt, n), func(b *testing.B) {
+			e := benchEngine(b, llama7B, c.dt)
 			defer e.Close()
 			s, err := e.NewSession(e.Span(), n)
 			if err != nil {

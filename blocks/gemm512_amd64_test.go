@@ -124,7 +124,12 @@ func TestQ8_0KernelsMatchGo(t *testing.T) {
 		t.Skip("this CPU has no AVX-512 VNNI: the portable Q8_0 x Q8 kernel is the one in use")
 	}
 	rng := rand.New(rand.NewPCG(11, 12))
-	const cols = 1024
+	for _, cols := range []int{32, 96, 1024} {
+		q8KernelsMatchGo(t, rng, cols)
+	}
+}
+
+func q8KernelsMatchGo(t *testing.T, rng *rand.Rand, cols int) {
 	m := randomMatrix(rng, 4, cols, swarm.DTypeQ8_0)
 	x := make([]float32, 4*cols)
 	for i := range x {
@@ -144,12 +149,12 @@ func TestQ8_0KernelsMatchGo(t *testing.T) {
 			q8_0Lanes(m.q[r*rb:(r+1)*rb], a.row(tt), nb, &want)
 			for j := range q8Lanes {
 				got := tile[(r*4+tt)*q8Lanes+j]
-				require.InDelta(t, want[j], got, 1e-5*float64(abs32(want[j])+1), "row %d input %d lane %d", r, tt, j)
+				require.InDelta(t, want[j], got, 1e-5*float64(abs32(want[j])+1), "cols %d row %d input %d lane %d", cols, r, tt, j)
 				if got == want[j] {
 					same++
 				}
 				if r == 1 && tt == 2 {
-					require.Equal(t, math.Float32bits(got), math.Float32bits(one[j]), "1x1 kernel, lane %d", j)
+					require.Equal(t, math.Float32bits(got), math.Float32bits(one[j]), "cols %d: 1x1 kernel, lane %d", cols, j)
 				}
 			}
 		}

@@ -9,35 +9,37 @@ import (
 // Activations quantized to 8 bits, as llama.cpp quantizes the inputs of
 // its quantized matrix products (ggml-quants.c quantize_row_q8_0): each
 // block of 32 values x_i gets a scale d = max|x_i| / 127 and integers
-// q_i = round(x_i / d) in [-127, 127]. A Q8_0 weight row then dots with an
-// input block by block in integers, sum_i w_i q_i, exact in int32, and
-// only the per-block scales dw * dx are float32. This is what makes
-// quantized decode and prefill compute-cheap (VNNI VPDPBUSD does 4
-// multiply-adds of bytes per 32-bit lane).
+// q_i = round(x_i / d) in [-127, 127] (ties to even). A Q8_0 weight row
+// then dots with an input block by block in integers, sum w_i q_i, exact
+// in int32, and only the per-block scales dw * dx are float32. This is
+// what makes quantized decode and prefill compute-cheap (VNNI VPDPBUSD
+// does 4 multiply-adds of bytes per 32-bit lane).
 //
-// Layout of one input row (q8ActBlockBytes per block of 32 values, blocks
-// in order), chosen so the kernels reach all three parts from one base
-// pointer and one offset:
+// Layout of one input row: pairs of blocks (2p, 2p+1), q8ActPairBytes
+// each, laid out as the 16-lane kernels load them:
 //
-//	bytes  0..31  q_i as int8
-//	bytes 32..63  c_j = -128 * (q_4j + q_4j+1 + q_4j+2 + q_4j+3) as int32, j < 8
-//	bytes 64..67  d as float32 (llama.cpp rounds it to binary16; float32
-//	              keeps large activations finite)
+//	bytes   0..63   q_i of block 2p, then of block 2p+1, as int8
+//	bytes  64..127  c_j = -128 * (q_4j + ... + q_4j+3), int32, 8 per block
+//	bytes 128..191  d of block 2p eight times, then d of block 2p+1 eight
+//	                times, float32 (llama.cpp rounds d to binary16; float32
+//	                keeps large activations finite)
 //
+// An odd last block is paired with a block of zeros (q, c and d all 0).
 // c_j lets a kernel multiply unsigned bytes (w + 128) with the signed q
 // (VPDPBUSD) and still get sum w*q in lane j: it starts lane j at c_j.
-const q8ActBlockBytes = 68
+const q8ActPairBytes = 192
 
-// q8Lanes is the 32-bit lanes of one block's integer sum: lane j holds
-// sum_{k<4} w_{4j+k} q_{4j+k}. Every Q8_0 x Q8 kernel keeps 8 float32
-// accumulators per output, lane j adding float32(lane j) * (dw * dx) with
-// one fused multiply-add per block in block order, and reduces them as
-// reduceLanes does; that fixed order makes a row's result independent of
-// the kernel (one row, four rows, a 3x4 tile) and of the batch.
-const q8Lanes = 8
+// q8Lanes is the float32 accumulators of one output of a Q8_0 x Q8
+// product. Lane j of block b's integer sum is sum_{k<4} w_{32b+4j+k}
+// q_{32b+4j+k}; accumulator 8*(b%2)+j adds float32(that sum) * (dw_b *
+// dx_b) with one fused multiply-add per block, in block order. The sum is
+// reduceLanes of the 16 accumulators. Every kernel (one row, a 3x4 tile,
+// the portable one) does exactly this, so a row's result depends neither
+// on the kernel nor on the batch.
+const q8Lanes = 16
 
 // q8Acts is n input rows of cols values quantized to 8 bits, each row
-// stride bytes apart in buf (stride >= nb*q8ActBlockBytes).
+// stride bytes apart in buf (stride >= pairs*q8ActPairBytes).
 type q8Acts struct {
 	buf        []byte
 	n, nb      int
@@ -45,8 +47,13 @@ type q8Acts struct {
 	returnToFn func()
 }
 
-// row returns input t's blocks.
-func (a *q8Acts) row(t int) []byte { return a.buf[t*a.stride : t*a.stride+a.nb*q8ActBlockBytes] }
+// q8Pairs is the block pairs of nb blocks.
+func q8Pairs(nb int) int { return (nb + 1) / 2 }
+
+// row returns input t's block pairs.
+func (a *q8Acts) row(t int) []byte {
+	return a.buf[t*a.stride : t*a.stride+q8Pairs(a.nb)*q8ActPairBytes]
+}
 
 // release returns the buffer to its pool.
 func (a *q8Acts) release() { a.returnToFn() }
@@ -58,7 +65,7 @@ var q8ActPool = sync.Pool{New: func() any { return new([]byte) }}
 // of 32) into a pooled q8Acts; call release when done.
 func quantizeActs(x []float32, ldx, n, cols int) *q8Acts {
 	nb := cols / q8BlockSize
-	stride := nb * q8ActBlockBytes
+	stride := q8Pairs(nb) * q8ActPairBytes
 	if stride%4096 == 0 {
 		stride += 64 // keep rows of inputs off the same L1 sets
 	}
@@ -67,18 +74,24 @@ func quantizeActs(x []float32, ldx, n, cols int) *q8Acts {
 		*p = make([]byte, n*stride)
 	}
 	a := &q8Acts{buf: (*p)[:n*stride], n: n, nb: nb, stride: stride, returnToFn: func() { q8ActPool.Put(p) }}
-	for t := range n {
-		quantizeRowQ8(a.row(t), x[t*ldx:t*ldx+cols])
-	}
+	parallelFor(n, 8*cols, func(lo, hi int) {
+		for t := lo; t < hi; t++ {
+			quantizeRowQ8(a.row(t), x[t*ldx:t*ldx+cols])
+		}
+	})
 	return a
 }
 
 // quantizeRowQ8 writes the blocks of x (len a multiple of 32) into dst
 // in the layout above.
 func quantizeRowQ8(dst []byte, x []float32) {
-	for b := range len(x) / q8BlockSize {
+	nb := len(x) / q8BlockSize
+	if nb%2 == 1 {
+		clear(dst[(nb/2)*q8ActPairBytes:])
+	}
+	for b := range nb {
 		xs := x[b*q8BlockSize : (b+1)*q8BlockSize : (b+1)*q8BlockSize]
-		blk := dst[b*q8ActBlockBytes : (b+1)*q8ActBlockBytes : (b+1)*q8ActBlockBytes]
+		pair, h := dst[(b/2)*q8ActPairBytes:(b/2+1)*q8ActPairBytes], b%2
 		var amax float32
 		for _, v := range xs {
 			amax = max(amax, float32(math.Abs(float64(v))))
@@ -88,23 +101,28 @@ func quantizeRowQ8(dst []byte, x []float32) {
 		if d != 0 {
 			id = 1 / d
 		}
-		for j := range q8Lanes {
+		for j := range 8 {
 			var s int32
 			for k := range 4 {
 				q := int8(math.RoundToEven(float64(xs[4*j+k] * id)))
-				blk[4*j+k] = byte(q)
+				pair[32*h+4*j+k] = byte(q)
 				s += int32(q)
 			}
-			binary.LittleEndian.PutUint32(blk[32+4*j:], uint32(-128*s))
+			binary.LittleEndian.PutUint32(pair[64+32*h+4*j:], uint32(-128*s))
+			binary.LittleEndian.PutUint32(pair[128+32*h+4*j:], math.Float32bits(d))
 		}
-		binary.LittleEndian.PutUint32(blk[64:], math.Float32bits(d))
 	}
 }
 
-// reduceLanes sums 8 lane accumulators as the kernels do (REDUCE's last
-// steps): fold the upper four onto the lower four, then pairs.
+// reduceLanes sums the 16 accumulators as the kernels do: the second
+// eight onto the first, then the upper four onto the lower four, then
+// pairs.
 func reduceLanes(a *[q8Lanes]float32) float32 {
-	u0, u1, u2, u3 := a[0]+a[4], a[1]+a[5], a[2]+a[6], a[3]+a[7]
+	var v [8]float32
+	for j := range v {
+		v[j] = a[j] + a[8+j]
+	}
+	u0, u1, u2, u3 := v[0]+v[4], v[1]+v[5], v[2]+v[6], v[3]+v[7]
 	return (u0 + u1) + (u2 + u3)
 }
 
@@ -115,68 +133,117 @@ func reduceLanes(a *[q8Lanes]float32) float32 {
 func fma32(a, b, c float32) float32 { return float32(math.FMA(float64(a), float64(b), float64(c))) }
 
 // q8_0Lanes adds to acc the lanes of Q8_0 row w times the quantized input
-// a over blocks [0, nb): the portable kernel every Q8_0 x Q8 product uses
-// without assembly.
+// a over nb blocks: the portable kernel every Q8_0 x Q8 product uses
+// without assembly. An odd last block's zero partner adds 0 * 0 to
+// accumulators 8..15, as the kernels do.
 func q8_0Lanes(w, a []byte, nb int, acc *[q8Lanes]float32) {
 	t := f16Table()
-	for b := range nb {
+	for b := range q8Pairs(nb) * 2 {
+		pair, h := a[(b/2)*q8ActPairBytes:(b/2+1)*q8ActPairBytes], b%2
+		if b == nb {
+			for j := range 8 {
+				acc[8+j] = fma32(0, 0, acc[8+j])
+			}
+			break
+		}
 		wb := w[b*q8BlockBytes : (b+1)*q8BlockBytes : (b+1)*q8BlockBytes]
-		ab := a[b*q8ActBlockBytes : (b+1)*q8ActBlockBytes : (b+1)*q8ActBlockBytes]
-		s := t[binary.LittleEndian.Uint16(wb)] * math.Float32frombits(binary.LittleEndian.Uint32(ab[64:]))
-		for j := range q8Lanes {
+		s := t[binary.LittleEndian.Uint16(wb)] * math.Float32frombits(binary.LittleEndian.Uint32(pair[128+32*h:]))
+		for j := range 8 {
 			var l int32
 			for k := range 4 {
-				l += int32(int8(wb[2+4*j+k])) * int32(int8(ab[4*j+k]))
+				l += int32(int8(wb[2+4*j+k])) * int32(int8(pair[32*h+4*j+k]))
 			}
-			acc[j] = fma32(float32(l), s, acc[j])
+			acc[8*h+j] = fma32(float32(l), s, acc[8*h+j])
 		}
 	}
 }
 
 // dotQ8_0Q8 is the dot product of Q8_0 row w with the quantized input a
 // (both nb blocks): the result every path gives for this row and input.
-var dotQ8_0Q8 = func(w, a []byte, nb int) float32 {
+// The kernels are plain functions (q8act_amd64.go, q8act_other.go), not
+// function variables, so that acc stays on the stack.
+func dotQ8_0Q8(w, a []byte, nb int) float32 {
 	var acc [q8Lanes]float32
-	q8_0Lanes(w, a, nb, &acc)
+	q8_0Row(w, a, nb, &acc)
 	return reduceLanes(&acc)
 }
 
-// q8_0Tile3x4, when not nil, adds to acc the lanes of 3 rows (ldw bytes
-// apart) times 4 inputs (lda bytes apart), output r*4+t, exactly as
-// q8_0Lanes would; nil without the assembly kernels.
-var q8_0Tile3x4 func(w []byte, ldw int, a []byte, lda, nb int, acc *[3 * 4 * q8Lanes]float32)
+// q8_0Tile3x4Go is the portable q8_0Tile3x4: q8_0Lanes per output.
+func q8_0Tile3x4Go(w []byte, ldw int, a []byte, lda, nb int, acc *[3 * 4 * q8Lanes]float32) {
+	for i := range 12 {
+		r, t := i/4, i%4
+		q8_0Lanes(w[r*ldw:], a[t*lda:], nb, (*[q8Lanes]float32)(acc[i*q8Lanes:]))
+	}
+}
+
+// reduceQ8x12Go is the portable reduceQ8x12.
+func reduceQ8x12Go(acc *[3 * 4 * q8Lanes]float32, out *[12]float32) {
+	for i := range out {
+		out[i] = reduceLanes((*[q8Lanes]float32)(acc[i*q8Lanes:]))
+	}
+}
+
+// q8ChunkPairs is the block pairs of one tile kernel call in
+// mulRowsQ8_0: 16 pairs (1024 columns), so that the tile's rows and a
+// call's 4 inputs (12 x 1088 + 4 x 3072 bytes) stay in the L1 cache while
+// the tile's other row groups and inputs reuse them; the accumulators
+// carry over between calls, so chunking does not change a sum.
+const q8ChunkPairs = 16
+
+// q8Accs recycles the accumulators of mulRowsQ8_0's tiles.
+var q8Accs = sync.Pool{New: func() any { return new([prefillTile / 3 * gemmMaxInputs / 4][3 * 4 * q8Lanes]float32) }}
 
 // mulRowsQ8_0 computes out[t*m.rows + r] = dotQ8_0Q8(row r, input t) for
 // rows [r0, r1) of the Q8_0 matrix m and the n quantized inputs a, a tile
-// of rows at a time: 3x4 groups, then one by one.
+// of rows at a time: 3x4 groups over chunks of columns (with the assembly
+// tile kernel), then one output at a time.
 func (m *matrix) mulRowsQ8_0(out []float32, a *q8Acts, n, r0, r1 int) {
 	rb, nb := m.rowBytes(), a.nb
+	var accs *[prefillTile / 3 * gemmMaxInputs / 4][3 * 4 * q8Lanes]float32
+	if q8Tiles && n >= 4 {
+		accs = q8Accs.Get().(*[prefillTile / 3 * gemmMaxInputs / 4][3 * 4 * q8Lanes]float32)
+		defer q8Accs.Put(accs)
+	}
+	var sums [12]float32
 	for a0 := r0; a0 < r1; a0 += prefillTile {
 		b := min(a0+prefillTile, r1)
-		t := 0
-		if q8_0Tile3x4 != nil {
-			for ; t+4 <= n; t += 4 {
-				r := a0
-				for ; r+3 <= b; r += 3 {
-					var acc [3 * 4 * q8Lanes]float32
-					q8_0Tile3x4(m.q[r*rb:], rb, a.buf[t*a.stride:], a.stride, nb, &acc)
-					for i := range 12 {
-						out[(t+i%4)*m.rows+r+i/4] = reduceLanes((*[q8Lanes]float32)(acc[i*q8Lanes:]))
+		groups := (b - a0) / 3
+		nt := 0
+		if accs != nil && groups > 0 {
+			nt = n / 4 * 4
+		}
+		for t0 := 0; t0 < nt; t0 += gemmMaxInputs {
+			tgroups := min(nt-t0, gemmMaxInputs) / 4
+			for i := range groups * tgroups {
+				clear(accs[i][:])
+			}
+			for p0 := 0; 2*p0 < nb; p0 += q8ChunkPairs {
+				cb := min(2*q8ChunkPairs, nb-2*p0) // blocks in this chunk
+				for tg := range tgroups {
+					in := a.buf[(t0+4*tg)*a.stride+p0*q8ActPairBytes:]
+					for g := range groups {
+						q8_0Tile3x4(m.q[(a0+3*g)*rb+2*p0*q8BlockBytes:], rb, in, a.stride, cb, &accs[tg*groups+g])
 					}
 				}
-				for ; r < b; r++ {
-					for tt := t; tt < t+4; tt++ {
-						out[tt*m.rows+r] = dotQ8_0Q8(m.q[r*rb:(r+1)*rb], a.row(tt), nb)
+			}
+			for tg := range tgroups {
+				for g := range groups {
+					reduceQ8x12(&accs[tg*groups+g], &sums)
+					for i, v := range sums {
+						out[(t0+4*tg+i%4)*m.rows+a0+3*g+i/4] = v
 					}
 				}
 			}
 		}
-		// One row at a time for single inputs: decode reads the weights from
-		// memory, and one stream per core reads them faster than several
-		// (BenchmarkDecodeBlock7B: 33 GB/s against 18 for 4 rows at once).
-		for ; t < n; t++ {
-			r := a0
-			for ; r < b; r++ {
+		// Rows left over after whole groups of 3 for those inputs, then
+		// every row for the inputs left over.
+		for r := a0 + 3*groups; r < b && nt > 0; r++ {
+			for t := range nt {
+				out[t*m.rows+r] = dotQ8_0Q8(m.q[r*rb:(r+1)*rb], a.row(t), nb)
+			}
+		}
+		for t := nt; t < n; t++ {
+			for r := a0; r < b; r++ {
 				out[t*m.rows+r] = dotQ8_0Q8(m.q[r*rb:(r+1)*rb], a.row(t), nb)
 			}
 		}

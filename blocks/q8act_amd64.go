@@ -12,26 +12,54 @@ func q8_0x3x4AVX512(w []byte, ldw int, a []byte, lda int, nb int, acc *[3 * 4 * 
 //go:noescape
 func q8_0x1x1AVX512(w []byte, ldw int, a []byte, lda int, nb int, acc *[q8Lanes]float32)
 
-// vnniKernels reports whether the VNNI kernels are in use: AVX-512 F, VL,
-// BW and VNNI (VPDPBUSD on 256-bit registers, Y16-Y31).
-var vnniKernels = avx512Kernels && cpu.X86.HasAVX512BW && cpu.X86.HasAVX512VNNI
+//go:noescape
+func reduceQ8x12AVX2(acc *[3 * 4 * q8Lanes]float32, out *[12]float32)
 
-func init() {
+// reduceQ8x12 writes reduceLanes of each of the 12 outputs of acc to out.
+func reduceQ8x12(acc *[3 * 4 * q8Lanes]float32, out *[12]float32) {
 	if !vnniKernels {
+		reduceQ8x12Go(acc, out)
 		return
 	}
-	kernelSet = "avx2+avx512+vnni"
-	q8_0Tile3x4 = func(w []byte, ldw int, a []byte, lda, nb int, acc *[3 * 4 * q8Lanes]float32) {
-		// Bound the reads: rows 0..2 and inputs 0..3 of nb blocks.
-		_ = w[2*ldw+nb*q8BlockBytes-1]
-		_ = a[3*lda+nb*q8ActBlockBytes-1]
-		q8_0x3x4AVX512(w, ldw, a, lda, nb, acc)
+	reduceQ8x12AVX2(acc, out)
+}
+
+// vnniKernels reports whether the VNNI kernels are in use: AVX-512 F, BW
+// and VNNI (VPDPBUSD on 512-bit registers).
+var vnniKernels = avx512Kernels && cpu.X86.HasAVX512BW && cpu.X86.HasAVX512VNNI
+
+// q8Tiles reports whether mulRowsQ8_0 should group rows and inputs in 3x4
+// tiles: only the assembly tile is faster than one output at a time.
+var q8Tiles = vnniKernels
+
+func init() {
+	if vnniKernels {
+		kernelSet = "avx2+avx512+vnni"
 	}
-	dotQ8_0Q8 = func(w, a []byte, nb int) float32 {
-		_ = w[nb*q8BlockBytes-1]
-		_ = a[nb*q8ActBlockBytes-1]
-		var acc [q8Lanes]float32
-		q8_0x1x1AVX512(w, 0, a, 0, nb, &acc)
-		return reduceLanes(&acc)
+}
+
+// q8_0Tile3x4 adds to acc the accumulators of 3 rows (ldw bytes apart)
+// times 4 inputs (lda bytes apart), output r*4+t, exactly as q8_0Lanes
+// would.
+func q8_0Tile3x4(w []byte, ldw int, a []byte, lda, nb int, acc *[3 * 4 * q8Lanes]float32) {
+	if !vnniKernels {
+		q8_0Tile3x4Go(w, ldw, a, lda, nb, acc)
+		return
 	}
+	// Bound the reads: rows 0..2 and inputs 0..3 of nb blocks.
+	_ = w[2*ldw+nb*q8BlockBytes-1]
+	_ = a[3*lda+q8Pairs(nb)*q8ActPairBytes-1]
+	q8_0x3x4AVX512(w, ldw, a, lda, nb, acc)
+}
+
+// q8_0Row adds to acc the accumulators of row w times input a, as
+// q8_0Lanes would.
+func q8_0Row(w, a []byte, nb int, acc *[q8Lanes]float32) {
+	if !vnniKernels {
+		q8_0Lanes(w, a, nb, acc)
+		return
+	}
+	_ = w[nb*q8BlockBytes-1]
+	_ = a[q8Pairs(nb)*q8ActPairBytes-1]
+	q8_0x1x1AVX512(w, 0, a, 0, nb, acc)
 }

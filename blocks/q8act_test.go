@@ -14,21 +14,36 @@ import (
 // TestQuantizeRowQ8 checks the activation layout against values worked by
 // hand: a block whose largest magnitude is 2.54 gets d = 0.02, so 2.54 ->
 // 127, -1.27 -> -63.5 -> -64 (ties to even), 0.01 -> 0.5 -> 0; lane sums
-// times -128; an all-zero block gets d = 0 and zeros.
+// times -128; d eight times per block; an all-zero block gets zeros, and
+// the odd third block's partner stays zero.
 func TestQuantizeRowQ8(t *testing.T) {
-	x := make([]float32, 64)
+	x := make([]float32, 96)
 	x[0], x[1], x[2], x[5] = 2.54, -1.27, 0.01, 0.3
-	dst := make([]byte, 2*q8ActBlockBytes)
+	x[64] = -1 // block 2: d = 1/127, q = -127
+	dst := make([]byte, 2*q8ActPairBytes)
+	for i := range dst {
+		dst[i] = 0xff // quantizeRowQ8 must write every byte of the last pair
+	}
 	quantizeRowQ8(dst, x)
 	q := func(i int) int8 { return int8(dst[i]) }
 	require.Equal(t, []int8{127, -64, 0, 0, 0, 15}, []int8{q(0), q(1), q(2), q(3), q(4), q(5)})
-	c := func(j int) int32 { return int32(binary.LittleEndian.Uint32(dst[32+4*j:])) }
-	require.Equal(t, int32(-128*(127-64)), c(0))
-	require.Equal(t, int32(-128*15), c(1))
-	require.Equal(t, int32(0), c(2))
-	require.InDelta(t, 0.02, math.Float32frombits(binary.LittleEndian.Uint32(dst[64:])), 1e-7)
-	for i := q8ActBlockBytes; i < 2*q8ActBlockBytes; i++ {
-		require.Zero(t, dst[i], "byte %d of the zero block", i)
+	c := func(p, j int) int32 { return int32(binary.LittleEndian.Uint32(dst[p*q8ActPairBytes+64+4*j:])) }
+	require.Equal(t, int32(-128*(127-64)), c(0, 0))
+	require.Equal(t, int32(-128*15), c(0, 1))
+	require.Equal(t, int32(0), c(0, 2))
+	d := func(p, j int) float32 { return math.Float32frombits(binary.LittleEndian.Uint32(dst[p*q8ActPairBytes+128+4*j:])) }
+	for j := range 8 {
+		require.InDelta(t, 0.02, d(0, j), 1e-7, "d of block 0, copy %d", j)
+		require.Zero(t, d(0, 8+j), "d of the zero block 1")
+		require.InDelta(t, 1.0/127, d(1, j), 1e-9, "d of block 2")
+		require.Zero(t, d(1, 8+j), "d of block 2's zero partner")
+		require.Zero(t, c(1, 8+j), "c of block 2's zero partner")
+	}
+	require.Equal(t, int8(-127), int8(dst[q8ActPairBytes]))
+	require.Equal(t, int32(-128*-127), c(1, 0))
+	for i := 32; i < 64; i++ {
+		require.Zero(t, dst[i], "q byte %d of the zero block", i)
+		require.Zero(t, dst[q8ActPairBytes+i], "q byte %d of the zero partner", i)
 	}
 }
 
@@ -50,10 +65,10 @@ func TestDotQ8_0Q8(t *testing.T) {
 	m.rowF32(0, w)
 	var exact, unq float64
 	for b := range cols / 32 {
-		blk := a.row(0)[b*q8ActBlockBytes:]
-		d := float64(math.Float32frombits(binary.LittleEndian.Uint32(blk[64:])))
+		pair, h := a.row(0)[(b/2)*q8ActPairBytes:], b%2
+		d := float64(math.Float32frombits(binary.LittleEndian.Uint32(pair[128+32*h:])))
 		for i := range 32 {
-			exact += float64(w[b*32+i]) * d * float64(int8(blk[i]))
+			exact += float64(w[b*32+i]) * d * float64(int8(pair[32*h+i]))
 			unq += float64(w[b*32+i]) * float64(x[b*32+i])
 		}
 	}
@@ -63,14 +78,19 @@ func TestDotQ8_0Q8(t *testing.T) {
 }
 
 // TestMulRowsQ8_0MatchesDot requires every value mulRowsQ8_0 gives (3x4
-// tiles, 4-row groups, leftovers) to equal dotQ8_0Q8 of its row and input
-// bit for bit: a row's result must not depend on the batch.
+// tiles over column chunks, with an odd last block, more than 64 inputs,
+// leftovers) to equal dotQ8_0Q8 of its row and input bit for bit: a row's
+// result must not depend on the batch.
 func TestMulRowsQ8_0MatchesDot(t *testing.T) {
 	rng := rand.New(rand.NewPCG(9, 10))
-	for _, cols := range []int{32, 96, 2048} {
+	for _, cols := range []int{32, 64, 96, 1056, 2048} {
 		for _, rows := range []int{1, 5, 13, 30} {
 			m := randomMatrix(rng, rows, cols, swarm.DTypeQ8_0)
-			for _, n := range []int{1, 3, 4, 9} {
+			ns := []int{1, 3, 4, 9}
+			if cols == 96 {
+				ns = append(ns, 70) // more inputs than one pass of tiles takes
+			}
+			for _, n := range ns {
 				x := make([]float32, n*cols)
 				for i := range x {
 					x[i] = float32(rng.NormFloat64())

@@ -1,0 +1,18 @@
+//go:build !amd64 || purego
+
+package blocks
+
+// q8Tiles is false: without assembly, mulRowsQ8_0 computes one output at
+// a time.
+const q8Tiles = false
+
+// q8_0Tile3x4 is the portable tile (used by the tests).
+func q8_0Tile3x4(w []byte, ldw int, a []byte, lda, nb int, acc *[3 * 4 * q8Lanes]float32) {
+	q8_0Tile3x4Go(w, ldw, a, lda, nb, acc)
+}
+
+// q8_0Row adds to acc the accumulators of row w times input a.
+func q8_0Row(w, a []byte, nb int, acc *[q8Lanes]float32) { q8_0Lanes(w, a, nb, acc) }
+
+// reduceQ8x12 writes reduceLanes of each of the 12 outputs of acc to out.
+func reduceQ8x12(acc *[3 * 4 * q8Lanes]float32, out *[12]float32) { reduceQ8x12Go(acc, out) }
