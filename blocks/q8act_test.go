@@ -31,7 +31,9 @@ func TestQuantizeRowQ8(t *testing.T) {
 	require.Equal(t, int32(-128*(127-64)), c(0, 0))
 	require.Equal(t, int32(-128*15), c(0, 1))
 	require.Equal(t, int32(0), c(0, 2))
-	d := func(p, j int) float32 { return math.Float32frombits(binary.LittleEndian.Uint32(dst[p*q8ActPairBytes+128+4*j:])) }
+	d := func(p, j int) float32 {
+		return math.Float32frombits(binary.LittleEndian.Uint32(dst[p*q8ActPairBytes+128+4*j:]))
+	}
 	for j := range 8 {
 		require.InDelta(t, 0.02, d(0, j), 1e-7, "d of block 0, copy %d", j)
 		require.Zero(t, d(0, 8+j), "d of the zero block 1")
