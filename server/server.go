@@ -122,6 +122,8 @@ func newServer(ctx context.Context, cfg Config, log *slog.Logger, engine blocks.
 	if err != nil {
 		return nil, err
 	}
+	log.Info("engine", "backend", backend.Name(), "kernels", blocks.Kernels(), "weights", info.DType.String(),
+		"cache_dtype", backend.CacheDType().String(), "span", cfg.Blocks.String())
 	var t Timing
 	if cfg.Timing != nil {
 		t = *cfg.Timing

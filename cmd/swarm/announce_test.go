@@ -48,6 +48,8 @@ func TestServeAnnounce(t *testing.T) {
 		require.False(ct, slices.ContainsFunc(s.Endpoints, func(e string) bool { return e == fmt.Sprintf("ws://0.0.0.0:%d/v1/inference", port) }))
 	}, 60*time.Second, 200*time.Millisecond)
 	require.Contains(t, p.stderr.String(), "reachability=direct")
+	// The kernel choice is logged at start.
+	require.Regexp(t, `msg=engine backend=cpu kernels=(go|avx2|avx2\+avx512|avx2\+avx512\+vnni) weights=\S+ cache_dtype=f32`, p.stderr.String())
 }
 
 // TestServeAnnounceErrors: --announce values that clients could not dial,

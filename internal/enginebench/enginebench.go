@@ -12,6 +12,7 @@ import (
 
 	gguf "github.com/gpustack/gguf-parser-go"
 
+	"github.com/swarmllm/swarm/blocks"
 	"github.com/swarmllm/swarm/client/local"
 	"github.com/swarmllm/swarm/internal/llamabench"
 	"github.com/swarmllm/swarm/internal/membw"
@@ -115,6 +116,8 @@ type Report struct {
 	// skipped.
 	BandwidthGBs    float64      `json:"bandwidth_gb_s"`
 	BandwidthKernel membw.Kernel `json:"bandwidth_kernel,omitempty"`
+	// Kernels names our engine's compute kernels (blocks.Kernels).
+	Kernels string `json:"kernels"`
 	Swarm           EngineReport `json:"swarm"`
 	// LlamaCpp and Ratio are present with --vs-llama-cpp.
 	LlamaCpp *EngineReport `json:"llama_cpp,omitempty"`
@@ -146,7 +149,7 @@ func run(ctx context.Context, cfg Config, theirs Theirs) (Report, error) {
 	if n := runtime.GOMAXPROCS(0); n != cfg.Threads {
 		return Report{}, fmt.Errorf("%w: GOMAXPROCS is %d, want --threads %d (set it before loading anything)", ErrConfig, n, cfg.Threads)
 	}
-	rep := Report{Model: cfg.Model, Threads: cfg.Threads, PromptTokens: cfg.PromptTokens, GenTokens: cfg.GenTokens, Rounds: cfg.Rounds}
+	rep := Report{Model: cfg.Model, Threads: cfg.Threads, PromptTokens: cfg.PromptTokens, GenTokens: cfg.GenTokens, Rounds: cfg.Rounds, Kernels: blocks.Kernels()}
 	var err error
 	if rep.WeightBytesPerToken, err = weightBytesPerToken(cfg.Model); err != nil {
 		return rep, err

@@ -17,7 +17,7 @@ func (r Report) WriteJSON(w io.Writer) error {
 // WriteTable writes the medians of each engine, one row each, then the
 // ratio ours/theirs.
 func (r Report) WriteTable(w io.Writer) error {
-	fmt.Fprintf(w, "%s: %d thread(s), %d-token prefill, %d decode steps, medians of %d rounds", r.Model, r.Threads, r.PromptTokens, r.GenTokens, r.Rounds)
+	fmt.Fprintf(w, "%s: %d thread(s), kernels %s, %d-token prefill, %d decode steps, medians of %d rounds", r.Model, r.Threads, r.Kernels, r.PromptTokens, r.GenTokens, r.Rounds)
 	if r.LlamaCpp != nil {
 		fmt.Fprint(w, " (interleaved with llama.cpp)")
 	}
