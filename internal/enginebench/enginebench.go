@@ -117,8 +117,8 @@ type Report struct {
 	BandwidthGBs    float64      `json:"bandwidth_gb_s"`
 	BandwidthKernel membw.Kernel `json:"bandwidth_kernel,omitempty"`
 	// Kernels names our engine's compute kernels (blocks.Kernels).
-	Kernels string `json:"kernels"`
-	Swarm           EngineReport `json:"swarm"`
+	Kernels string       `json:"kernels"`
+	Swarm   EngineReport `json:"swarm"`
 	// LlamaCpp and Ratio are present with --vs-llama-cpp.
 	LlamaCpp *EngineReport `json:"llama_cpp,omitempty"`
 	Ratio    *Ratio        `json:"ratio,omitempty"`
