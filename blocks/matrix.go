@@ -165,8 +165,8 @@ func f32ToBF16(f float32) uint16 {
 const prefillTile = 12
 
 // mulRows computes out[t*m.rows + r] = m[r] · x[t*ldx:t*ldx+cols] for rows
-// r in [r0, r1) and inputs t < n of in (see prepareInputs); Q8_0 matrices
-// take the inputs quantized to 8 bits (mulRowsQ8_0). For n > 1 each tile of weight rows is read once (and
+// r in [r0, r1) and inputs t < n of in (see prepareInputs); Q8_0 and Q4_K
+// matrices take the inputs quantized to 8 bits (mulRowsQ8). For n > 1 each tile of weight rows is read once (and
 // widened to float32 once for f16/bf16) and reused for every input:
 // matrix-matrix work instead of n matrix-vector products. Quantized
 // matrices (Q8_0, Q4_K, ...) still take one dot product per row and
@@ -174,8 +174,8 @@ const prefillTile = 12
 // path.
 func (m *matrix) mulRows(out []float32, in *inputs, n, r0, r1 int) {
 	x, ldx, cols := in.x, in.ldx, m.cols
-	if m.dtype == swarm.DTypeQ8_0 && in.q8 != nil {
-		m.mulRowsQ8_0(out, in.q8, n, r0, r1)
+	if k := q8Dtypes[m.dtype]; k != nil && in.q8 != nil {
+		m.mulRowsQ8(out, in.q8, n, r0, r1, k)
 		return
 	}
 	if n == 1 || m.q != nil {
@@ -250,13 +250,13 @@ type inputs struct {
 // matrices ms. For 4 or more inputs of a power-of-two-ish width (cols a
 // multiple of 256) x is copied with rows cols+16 floats apart, so the 4
 // inputs a GEMM kernel reads at once do not all map to the same L1 cache
-// sets (4 KiB aliasing). When one of ms is Q8_0, the inputs are also
+// sets (4 KiB aliasing). When one of ms is Q8_0 or Q4_K, the inputs are also
 // quantized to 8 bits, once for all rows. release returns the copies to
 // their pools once the products are done.
 func prepareInputs(ms []*matrix, x []float32, n, cols int) *inputs {
 	in := &inputs{x: x, ldx: cols, release: func() {}}
 	for _, m := range ms {
-		if m.dtype == swarm.DTypeQ8_0 && cols%q8BlockSize == 0 {
+		if q8Dtypes[m.dtype] != nil && cols%q8BlockSize == 0 {
 			in.q8 = quantizeActs(x, cols, n, cols)
 			in.release = in.q8.release
 			break

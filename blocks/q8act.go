@@ -4,6 +4,8 @@ import (
 	"encoding/binary"
 	"math"
 	"sync"
+
+	"github.com/swarmllm/swarm/swarm"
 )
 
 // Activations quantized to 8 bits, as llama.cpp quantizes the inputs of
@@ -23,11 +25,14 @@ import (
 //	bytes 128..191  d of block 2p eight times, then d of block 2p+1 eight
 //	                times, float32 (llama.cpp rounds d to binary16; float32
 //	                keeps large activations finite)
+//	bytes 192..255  for each of the 16 lanes, float32(q_4j + ... + q_4j+3)
+//	                * d (rounded once): the lane's share of the block's sum,
+//	                which the K-quants' minimums multiply (q4k.go)
 //
 // An odd last block is paired with a block of zeros (q, c and d all 0).
 // c_j lets a kernel multiply unsigned bytes (w + 128) with the signed q
 // (VPDPBUSD) and still get sum w*q in lane j: it starts lane j at c_j.
-const q8ActPairBytes = 192
+const q8ActPairBytes = 256
 
 // q8Lanes is the float32 accumulators of one output of a Q8_0 x Q8
 // product. Lane j of block b's integer sum is sum_{k<4} w_{32b+4j+k}
@@ -110,6 +115,7 @@ func quantizeRowQ8(dst []byte, x []float32) {
 			}
 			binary.LittleEndian.PutUint32(pair[64+32*h+4*j:], uint32(-128*s))
 			binary.LittleEndian.PutUint32(pair[128+32*h+4*j:], math.Float32bits(d))
+			binary.LittleEndian.PutUint32(pair[192+32*h+4*j:], math.Float32bits(float32(s)*d))
 		}
 	}
 }
@@ -184,27 +190,46 @@ func reduceQ8x12Go(acc *[3 * 4 * q8Lanes]float32, out *[12]float32) {
 }
 
 // q8ChunkPairs is the block pairs of one tile kernel call in
-// mulRowsQ8_0: 16 pairs (1024 columns), so that the tile's rows and a
+// mulRowsQ8: 16 pairs (1024 columns), so that the tile's rows and a
 // call's 4 inputs (12 x 1088 + 4 x 3072 bytes) stay in the L1 cache while
 // the tile's other row groups and inputs reuse them; the accumulators
 // carry over between calls, so chunking does not change a sum.
 const q8ChunkPairs = 16
 
-// q8Accs recycles the accumulators of mulRowsQ8_0's tiles.
+// q8Accs recycles the accumulators of mulRowsQ8's tiles.
 var q8Accs = sync.Pool{New: func() any { return new([prefillTile / 3 * gemmMaxInputs / 4][3 * 4 * q8Lanes]float32) }}
 
-// mulRowsQ8_0 computes out[t*m.rows + r] = dotQ8_0Q8(row r, input t) for
-// rows [r0, r1) of the Q8_0 matrix m and the n quantized inputs a, a tile
-// of rows at a time: 3x4 groups over chunks of columns (with the assembly
-// tile kernel), then one output at a time.
-func (m *matrix) mulRowsQ8_0(out []float32, a *q8Acts, n, r0, r1 int) {
+// q8Products describes a weight dtype multiplied by 8-bit activations:
+// its units (blocks of weights with their own scales: a Q8_0 block of 32,
+// a Q4_K block of 256), the 3x4 tile kernel and the one-output kernel,
+// both counting units.
+type q8Products struct {
+	unitBlocks int // activation blocks (of 32) per unit: 1 or 8
+	unitBytes  int // weight bytes per unit
+	tile       func(w []byte, ldw int, a []byte, lda, units int, acc *[3 * 4 * q8Lanes]float32)
+	dot        func(w, a []byte, units int) float32
+}
+
+// q8Dtypes are the matrix dtypes whose products take 8-bit activations.
+var q8Dtypes = map[swarm.DType]*q8Products{
+	swarm.DTypeQ8_0: {unitBlocks: 1, unitBytes: q8BlockBytes, tile: q8_0Tile3x4, dot: dotQ8_0Q8},
+	swarm.DTypeQ4_K: {unitBlocks: 8, unitBytes: q4KBlockBytes, tile: q4_KTile3x4, dot: dotQ4_KQ8},
+}
+
+// mulRowsQ8 computes out[t*m.rows + r] = k.dot(row r, input t) for rows
+// [r0, r1) of m (whose dtype k describes) and the n quantized inputs a, a
+// tile of rows at a time: 3x4 groups over chunks of columns (with the
+// assembly tile kernels), then one output at a time.
+func (m *matrix) mulRowsQ8(out []float32, a *q8Acts, n, r0, r1 int, k *q8Products) {
 	rb, nb := m.rowBytes(), a.nb
+	units := nb / k.unitBlocks
 	var accs *[prefillTile / 3 * gemmMaxInputs / 4][3 * 4 * q8Lanes]float32
 	if q8Tiles && n >= 4 {
 		accs = q8Accs.Get().(*[prefillTile / 3 * gemmMaxInputs / 4][3 * 4 * q8Lanes]float32)
 		defer q8Accs.Put(accs)
 	}
 	var sums [12]float32
+	chunkUnits := 2 * q8ChunkPairs / k.unitBlocks
 	for a0 := r0; a0 < r1; a0 += prefillTile {
 		b := min(a0+prefillTile, r1)
 		groups := (b - a0) / 3
@@ -217,12 +242,13 @@ func (m *matrix) mulRowsQ8_0(out []float32, a *q8Acts, n, r0, r1 int) {
 			for i := range groups * tgroups {
 				clear(accs[i][:])
 			}
-			for p0 := 0; 2*p0 < nb; p0 += q8ChunkPairs {
-				cb := min(2*q8ChunkPairs, nb-2*p0) // blocks in this chunk
+			for u0 := 0; u0 < units; u0 += chunkUnits {
+				cu := min(chunkUnits, units-u0)
+				aoff := (u0 * k.unitBlocks / 2) * q8ActPairBytes
 				for tg := range tgroups {
-					in := a.buf[(t0+4*tg)*a.stride+p0*q8ActPairBytes:]
+					in := a.buf[(t0+4*tg)*a.stride+aoff:]
 					for g := range groups {
-						q8_0Tile3x4(m.q[(a0+3*g)*rb+2*p0*q8BlockBytes:], rb, in, a.stride, cb, &accs[tg*groups+g])
+						k.tile(m.q[(a0+3*g)*rb+u0*k.unitBytes:], rb, in, a.stride, cu, &accs[tg*groups+g])
 					}
 				}
 			}
@@ -239,12 +265,12 @@ func (m *matrix) mulRowsQ8_0(out []float32, a *q8Acts, n, r0, r1 int) {
 		// every row for the inputs left over.
 		for r := a0 + 3*groups; r < b && nt > 0; r++ {
 			for t := range nt {
-				out[t*m.rows+r] = dotQ8_0Q8(m.q[r*rb:(r+1)*rb], a.row(t), nb)
+				out[t*m.rows+r] = k.dot(m.q[r*rb:(r+1)*rb], a.row(t), units)
 			}
 		}
 		for t := nt; t < n; t++ {
 			for r := a0; r < b; r++ {
-				out[t*m.rows+r] = dotQ8_0Q8(m.q[r*rb:(r+1)*rb], a.row(t), nb)
+				out[t*m.rows+r] = k.dot(m.q[r*rb:(r+1)*rb], a.row(t), units)
 			}
 		}
 	}

@@ -13,6 +13,12 @@ func q8_0x3x4AVX512(w []byte, ldw int, a []byte, lda int, nb int, acc *[3 * 4 * 
 func q8_0x1x1AVX512(w []byte, ldw int, a []byte, lda int, nb int, acc *[q8Lanes]float32)
 
 //go:noescape
+func q4_Kx3x4AVX512(w []byte, ldw int, a []byte, lda int, nsb int, acc *[3 * 4 * q8Lanes]float32)
+
+//go:noescape
+func q4_Kx1x1AVX512(w []byte, ldw int, a []byte, lda int, nsb int, acc *[q8Lanes]float32)
+
+//go:noescape
 func reduceQ8x12AVX2(acc *[3 * 4 * q8Lanes]float32, out *[12]float32)
 
 // reduceQ8x12 writes reduceLanes of each of the 12 outputs of acc to out.
@@ -28,7 +34,7 @@ func reduceQ8x12(acc *[3 * 4 * q8Lanes]float32, out *[12]float32) {
 // and VNNI (VPDPBUSD on 512-bit registers).
 var vnniKernels = avx512Kernels && cpu.X86.HasAVX512BW && cpu.X86.HasAVX512VNNI
 
-// q8Tiles reports whether mulRowsQ8_0 should group rows and inputs in 3x4
+// q8Tiles reports whether mulRowsQ8 should group rows and inputs in 3x4
 // tiles: only the assembly tile is faster than one output at a time.
 var q8Tiles = vnniKernels
 
@@ -62,4 +68,29 @@ func q8_0Row(w, a []byte, nb int, acc *[q8Lanes]float32) {
 	_ = w[nb*q8BlockBytes-1]
 	_ = a[q8Pairs(nb)*q8ActPairBytes-1]
 	q8_0x1x1AVX512(w, 0, a, 0, nb, acc)
+}
+
+// q4_KTile3x4 adds to acc the accumulators of 3 Q4_K rows (ldw bytes
+// apart) times 4 inputs (lda bytes apart), output r*4+t, over nsb blocks
+// of 256, exactly as q4_KLanes would.
+func q4_KTile3x4(w []byte, ldw int, a []byte, lda, nsb int, acc *[3 * 4 * q8Lanes]float32) {
+	if !vnniKernels {
+		q4_KTile3x4Go(w, ldw, a, lda, nsb, acc)
+		return
+	}
+	_ = w[2*ldw+nsb*q4KBlockBytes-1]
+	_ = a[3*lda+4*nsb*q8ActPairBytes-1]
+	q4_Kx3x4AVX512(w, ldw, a, lda, nsb, acc)
+}
+
+// q4_KRow adds to acc the accumulators of Q4_K row w times input a, as
+// q4_KLanes would.
+func q4_KRow(w, a []byte, nsb int, acc *[q8Lanes]float32) {
+	if !vnniKernels {
+		q4_KLanes(w, a, nsb, acc)
+		return
+	}
+	_ = w[nsb*q4KBlockBytes-1]
+	_ = a[4*nsb*q8ActPairBytes-1]
+	q4_Kx1x1AVX512(w, 0, a, 0, nsb, acc)
 }

@@ -2,7 +2,7 @@
 
 package blocks
 
-// q8Tiles is false: without assembly, mulRowsQ8_0 computes one output at
+// q8Tiles is false: without assembly, mulRowsQ8 computes one output at
 // a time.
 const q8Tiles = false
 
@@ -16,3 +16,11 @@ func q8_0Row(w, a []byte, nb int, acc *[q8Lanes]float32) { q8_0Lanes(w, a, nb, a
 
 // reduceQ8x12 writes reduceLanes of each of the 12 outputs of acc to out.
 func reduceQ8x12(acc *[3 * 4 * q8Lanes]float32, out *[12]float32) { reduceQ8x12Go(acc, out) }
+
+// q4_KTile3x4 is the portable tile (used by the tests).
+func q4_KTile3x4(w []byte, ldw int, a []byte, lda, nsb int, acc *[3 * 4 * q8Lanes]float32) {
+	q4_KTile3x4Go(w, ldw, a, lda, nsb, acc)
+}
+
+// q4_KRow adds to acc the accumulators of Q4_K row w times input a.
+func q4_KRow(w, a []byte, nsb int, acc *[q8Lanes]float32) { q4_KLanes(w, a, nsb, acc) }

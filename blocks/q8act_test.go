@@ -14,7 +14,7 @@ import (
 // TestQuantizeRowQ8 checks the activation layout against values worked by
 // hand: a block whose largest magnitude is 2.54 gets d = 0.02, so 2.54 ->
 // 127, -1.27 -> -63.5 -> -64 (ties to even), 0.01 -> 0.5 -> 0; lane sums
-// times -128; d eight times per block; an all-zero block gets zeros, and
+// times -128 and times d; d eight times per block; an all-zero block gets zeros, and
 // the odd third block's partner stays zero.
 func TestQuantizeRowQ8(t *testing.T) {
 	x := make([]float32, 96)
@@ -41,6 +41,13 @@ func TestQuantizeRowQ8(t *testing.T) {
 		require.Zero(t, d(1, 8+j), "d of block 2's zero partner")
 		require.Zero(t, c(1, 8+j), "c of block 2's zero partner")
 	}
+	qdx := func(p, j int) float32 {
+		return math.Float32frombits(binary.LittleEndian.Uint32(dst[p*q8ActPairBytes+192+4*j:]))
+	}
+	require.Equal(t, float32(127-64)*d(0, 0), qdx(0, 0), "lane 0's sum times d")
+	require.Equal(t, float32(15)*d(0, 0), qdx(0, 1))
+	require.Equal(t, float32(-127)*d(1, 0), qdx(1, 0))
+	require.Zero(t, qdx(1, 8), "Qdx of the zero partner")
 	require.Equal(t, int8(-127), int8(dst[q8ActPairBytes]))
 	require.Equal(t, int32(-128*-127), c(1, 0))
 	for i := 32; i < 64; i++ {
@@ -79,37 +86,73 @@ func TestDotQ8_0Q8(t *testing.T) {
 	require.InDelta(t, unq, got, 0.05*math.Sqrt(cols)/8)
 }
 
-// TestMulRowsQ8_0MatchesDot requires every value mulRowsQ8_0 gives (3x4
+// TestMulRowsQ8MatchesDot requires every value mulRowsQ8 gives (3x4
 // tiles over column chunks, with an odd last block, more than 64 inputs,
-// leftovers) to equal dotQ8_0Q8 of its row and input bit for bit: a row's
-// result must not depend on the batch.
-func TestMulRowsQ8_0MatchesDot(t *testing.T) {
+// leftovers) to equal the one-output product of its row and input bit for
+// bit, for Q8_0 and Q4_K: a row's result must not depend on the batch.
+func TestMulRowsQ8MatchesDot(t *testing.T) {
 	rng := rand.New(rand.NewPCG(9, 10))
-	for _, cols := range []int{32, 64, 96, 1056, 2048} {
-		for _, rows := range []int{1, 5, 13, 30} {
-			m := randomMatrix(rng, rows, cols, swarm.DTypeQ8_0)
-			ns := []int{1, 3, 4, 9}
-			if cols == 96 {
-				ns = append(ns, 70) // more inputs than one pass of tiles takes
-			}
-			for _, n := range ns {
-				x := make([]float32, n*cols)
-				for i := range x {
-					x[i] = float32(rng.NormFloat64())
+	for _, tc := range []struct {
+		dt   swarm.DType
+		cols []int
+	}{
+		{swarm.DTypeQ8_0, []int{32, 64, 96, 1056, 2048}},
+		{swarm.DTypeQ4_K, []int{256, 512, 1280, 2048}}, // 1280: a chunk of 4 blocks of 256, then 1
+	} {
+		k := q8Dtypes[tc.dt]
+		for _, cols := range tc.cols {
+			for _, rows := range []int{1, 5, 13, 30} {
+				m := randomMatrix(rng, rows, cols, tc.dt)
+				ns := []int{1, 3, 4, 9}
+				if cols == tc.cols[0] {
+					ns = append(ns, 70) // more inputs than one pass of tiles takes
 				}
-				a := quantizeActs(x, cols, n, cols)
-				out := make([]float32, n*rows)
-				m.mulRowsQ8_0(out, a, n, 0, rows)
-				rb := m.rowBytes()
-				for tt := range n {
-					for r := range rows {
-						want := dotQ8_0Q8(m.q[r*rb:(r+1)*rb], a.row(tt), cols/32)
-						require.Equal(t, math.Float32bits(want), math.Float32bits(out[tt*rows+r]),
-							"cols %d rows %d inputs %d: row %d input %d", cols, rows, n, r, tt)
+				for _, n := range ns {
+					x := make([]float32, n*cols)
+					for i := range x {
+						x[i] = float32(rng.NormFloat64())
 					}
+					a := quantizeActs(x, cols, n, cols)
+					out := make([]float32, n*rows)
+					m.mulRowsQ8(out, a, n, 0, rows, k)
+					rb, units := m.rowBytes(), cols/32/k.unitBlocks
+					for tt := range n {
+						for r := range rows {
+							want := k.dot(m.q[r*rb:(r+1)*rb], a.row(tt), units)
+							require.Equal(t, math.Float32bits(want), math.Float32bits(out[tt*rows+r]),
+								"%s: cols %d rows %d inputs %d: row %d input %d", tc.dt, cols, rows, n, r, tt)
+						}
+					}
+					a.release()
 				}
-				a.release()
 			}
 		}
 	}
+}
+
+// TestDotQ4_KQ8 compares the Q4_K x Q8 product with the float64 sum of the
+// dequantized weights times the dequantized activations (tolerance:
+// float32 rounding over 64 groups).
+func TestDotQ4_KQ8(t *testing.T) {
+	rng := rand.New(rand.NewPCG(13, 14))
+	const cols = 2048
+	m := randomMatrix(rng, 1, cols, swarm.DTypeQ4_K)
+	x := make([]float32, cols)
+	for i := range x {
+		x[i] = float32(rng.NormFloat64())
+	}
+	a := quantizeActs(x, cols, 1, cols)
+	defer a.release()
+	w := make([]float32, cols)
+	m.rowF32(0, w)
+	var exact float64
+	for b := range cols / 32 {
+		pair, h := a.row(0)[(b/2)*q8ActPairBytes:], b%2
+		d := float64(math.Float32frombits(binary.LittleEndian.Uint32(pair[128+32*h:])))
+		for i := range 32 {
+			exact += float64(w[b*32+i]) * d * float64(int8(pair[32*h+i]))
+		}
+	}
+	got := float64(dotQ4_KQ8(m.q, a.row(0), cols/256))
+	require.InDelta(t, exact, got, 1e-3*(1+math.Abs(exact)))
 }

@@ -23,7 +23,7 @@
 // (8 lanes per block), Z8 an input's q, Z9 its c, Z10 its dx, Z11 bytes
 // of 0x80, Z12 a lane sum, Z13 dw*dx, X14/X15 scratch, Z16-Z27 the
 // accumulators. SI, DI, R8 rows; R10-R13 inputs; BX the weight offset
-// (68 bytes a pair), AX the input offset (192), CX blocks left, DX
+// (68 bytes a pair), AX the input offset (256), CX blocks left, DX
 // scratch and acc.
 
 // func q8_0x3x4AVX512(w []byte, ldw int, a []byte, lda int, nb int, acc *[192]float32)
@@ -156,7 +156,7 @@ q8_0x3x4avx512loop:
 	VMULPS Z10, Z5, Z13
 	VFMADD231PS Z13, Z12, Z27
 	ADDQ $68, BX
-	ADDQ $192, AX
+	ADDQ $256, AX
 	SUBQ $2, CX
 	JMP q8_0x3x4avx512loop
 q8_0x3x4avx512tail:
@@ -297,7 +297,7 @@ q8_0x1x1avx512loop:
 	VMULPS Z10, Z3, Z13
 	VFMADD231PS Z13, Z12, Z16
 	ADDQ $68, BX
-	ADDQ $192, AX
+	ADDQ $256, AX
 	SUBQ $2, CX
 	JMP q8_0x1x1avx512loop
 q8_0x1x1avx512tail:
