@@ -54,7 +54,7 @@ func benchMatrix(rng *rand.Rand, rows, cols int, dt swarm.DType) *matrix {
 		fillPattern(m.u16, rng, func(r *rand.Rand) uint16 { return f32ToF16(val(r)) })
 	case swarm.DTypeBF16:
 		fillPattern(m.u16, rng, func(r *rand.Rand) uint16 { return f32ToBF16(val(r)) })
-	case swarm.DTypeQ8_0:
+	default: // quantized: one random row, repeated
 		blk := randomMatrix(rng, 1, cols, dt).q
 		for i := 0; i < len(m.q); i += len(blk) {
 			copy(m.q[i:], blk)
@@ -91,7 +91,7 @@ func benchEngine(b *testing.B, info swarm.ModelInfo, dt swarm.DType) *cpuEngine 
 // paper 003 Sec. 2.2; GB/s is the weight bytes read per second. Positions
 // cycle through 0..255 so the attention cost is that of a short context.
 func BenchmarkDecodeBlock7B(b *testing.B) {
-	for _, dt := range []swarm.DType{swarm.DTypeF32, swarm.DTypeF16, swarm.DTypeBF16, swarm.DTypeQ8_0} {
+	for _, dt := range []swarm.DType{swarm.DTypeF32, swarm.DTypeF16, swarm.DTypeBF16, swarm.DTypeQ8_0, swarm.DTypeQ4_K, swarm.DTypeQ6_K} {
 		b.Run(dt.String(), func(b *testing.B) {
 			e := benchEngine(b, llama7B, dt)
 			defer e.Close()

@@ -19,12 +19,14 @@ import (
 // Per pair, with lanes as in q8Lanes (lane j of a group sums 4 products
 // of unsigned nibbles and signed q, exact in int32), every kernel does
 //
-//	acc[8h+j] = fma(float32(L_hj), (d*sc_h) * d_b, acc[8h+j])
-//	acc[8h+j] = fma(Qdx_hj, -(dmin*m_h), acc[8h+j])
+//	p         = float32(L_hj) * ((d*sc_h) * d_b)
+//	acc[8h+j] = acc[8h+j] + fma(Qdx_hj, -(dmin*m_h), p)
 //
 // where h is the group within the pair, Qdx the activations' lane sums
 // times d_b (bytes 192..255 of a pair) and the products d*sc, dmin*m are
-// float32. The sum is reduceLanes of the 16 accumulators.
+// float32 (one add per pair on each accumulator's dependency chain, which
+// is what bounds a single row's kernel). The sum is reduceLanes of the 16
+// accumulators.
 
 // q4KBlockBytes is the bytes of one block_q4_K of 256 weights.
 const q4KBlockBytes = 144
@@ -60,8 +62,8 @@ func q4_KLanes(w, a []byte, nsb int, acc *[q8Lanes]float32) {
 						l += nib * int32(int8(pair[32*h+4*j+k]))
 					}
 					qdx := math.Float32frombits(binary.LittleEndian.Uint32(pair[192+32*h+4*j:]))
-					acc[8*h+j] = fma32(float32(l), s1, acc[8*h+j])
-					acc[8*h+j] = fma32(qdx, s2, acc[8*h+j])
+					p := float32(float32(l) * s1)
+					acc[8*h+j] += fma32(qdx, s2, p)
 				}
 			}
 		}

@@ -174,6 +174,13 @@ func dotQ8_0Q8(w, a []byte, nb int) float32 {
 	return reduceLanes(&acc)
 }
 
+// rowsGo is the portable rows kernel of q8Products: dot row by row.
+func rowsGo(dot func(w, a []byte, units int) float32, w []byte, ldw int, a []byte, units int, out []float32) {
+	for r := range out {
+		out[r] = dot(w[r*ldw:(r+1)*ldw], a, units)
+	}
+}
+
 // q8_0Tile3x4Go is the portable q8_0Tile3x4: q8_0Lanes per output.
 func q8_0Tile3x4Go(w []byte, ldw int, a []byte, lda, nb int, acc *[3 * 4 * q8Lanes]float32) {
 	for i := range 12 {
@@ -208,12 +215,15 @@ type q8Products struct {
 	unitBytes  int // weight bytes per unit
 	tile       func(w []byte, ldw int, a []byte, lda, units int, acc *[3 * 4 * q8Lanes]float32)
 	dot        func(w, a []byte, units int) float32
+	// rows sets out[r] = dot(row r, a) for r < len(out), rows ldw bytes
+	// apart from w: one call for a tile's rows and one input.
+	rows func(w []byte, ldw int, a []byte, units int, out []float32)
 }
 
 // q8Dtypes are the matrix dtypes whose products take 8-bit activations.
 var q8Dtypes = map[swarm.DType]*q8Products{
-	swarm.DTypeQ8_0: {unitBlocks: 1, unitBytes: q8BlockBytes, tile: q8_0Tile3x4, dot: dotQ8_0Q8},
-	swarm.DTypeQ4_K: {unitBlocks: 8, unitBytes: q4KBlockBytes, tile: q4_KTile3x4, dot: dotQ4_KQ8},
+	swarm.DTypeQ8_0: {unitBlocks: 1, unitBytes: q8BlockBytes, tile: q8_0Tile3x4, dot: dotQ8_0Q8, rows: q8_0Rows},
+	swarm.DTypeQ4_K: {unitBlocks: 8, unitBytes: q4KBlockBytes, tile: q4_KTile3x4, dot: dotQ4_KQ8, rows: q4_KRows},
 }
 
 // mulRowsQ8 computes out[t*m.rows + r] = k.dot(row r, input t) for rows
@@ -269,9 +279,7 @@ func (m *matrix) mulRowsQ8(out []float32, a *q8Acts, n, r0, r1 int, k *q8Product
 			}
 		}
 		for t := nt; t < n; t++ {
-			for r := a0; r < b; r++ {
-				out[t*m.rows+r] = k.dot(m.q[r*rb:(r+1)*rb], a.row(t), units)
-			}
+			k.rows(m.q[a0*rb:b*rb], rb, a.row(t), units, out[t*m.rows+a0:t*m.rows+b])
 		}
 	}
 }

@@ -19,6 +19,12 @@ func q4_Kx3x4AVX512(w []byte, ldw int, a []byte, lda int, nsb int, acc *[3 * 4 *
 func q4_Kx1x1AVX512(w []byte, ldw int, a []byte, lda int, nsb int, acc *[q8Lanes]float32)
 
 //go:noescape
+func q8_0RowsAVX512(w []byte, ldw int, a []byte, units int, nrows int, out []float32)
+
+//go:noescape
+func q4_KRowsAVX512(w []byte, ldw int, a []byte, units int, nrows int, out []float32)
+
+//go:noescape
 func reduceQ8x12AVX2(acc *[3 * 4 * q8Lanes]float32, out *[12]float32)
 
 // reduceQ8x12 writes reduceLanes of each of the 12 outputs of acc to out.
@@ -93,4 +99,26 @@ func q4_KRow(w, a []byte, nsb int, acc *[q8Lanes]float32) {
 	_ = w[nsb*q4KBlockBytes-1]
 	_ = a[4*nsb*q8ActPairBytes-1]
 	q4_Kx1x1AVX512(w, 0, a, 0, nsb, acc)
+}
+
+// q8_0Rows sets out[r] to dotQ8_0Q8 of row r (ldw bytes apart) and a.
+func q8_0Rows(w []byte, ldw int, a []byte, nb int, out []float32) {
+	if !vnniKernels || len(out) == 0 {
+		rowsGo(dotQ8_0Q8, w, ldw, a, nb, out)
+		return
+	}
+	_ = w[(len(out)-1)*ldw+nb*q8BlockBytes-1]
+	_ = a[q8Pairs(nb)*q8ActPairBytes-1]
+	q8_0RowsAVX512(w, ldw, a, nb, len(out), out)
+}
+
+// q4_KRows sets out[r] to dotQ4_KQ8 of row r (ldw bytes apart) and a.
+func q4_KRows(w []byte, ldw int, a []byte, nsb int, out []float32) {
+	if !vnniKernels || len(out) == 0 || nsb == 0 {
+		rowsGo(dotQ4_KQ8, w, ldw, a, nsb, out)
+		return
+	}
+	_ = w[(len(out)-1)*ldw+nsb*q4KBlockBytes-1]
+	_ = a[4*nsb*q8ActPairBytes-1]
+	q4_KRowsAVX512(w, ldw, a, nsb, len(out), out)
 }

@@ -24,3 +24,12 @@ func q4_KTile3x4(w []byte, ldw int, a []byte, lda, nsb int, acc *[3 * 4 * q8Lane
 
 // q4_KRow adds to acc the accumulators of Q4_K row w times input a.
 func q4_KRow(w, a []byte, nsb int, acc *[q8Lanes]float32) { q4_KLanes(w, a, nsb, acc) }
+
+// q8_0Rows and q4_KRows are the rows kernels of q8Products.
+func q8_0Rows(w []byte, ldw int, a []byte, nb int, out []float32) {
+	rowsGo(dotQ8_0Q8, w, ldw, a, nb, out)
+}
+
+func q4_KRows(w []byte, ldw int, a []byte, nsb int, out []float32) {
+	rowsGo(dotQ4_KQ8, w, ldw, a, nsb, out)
+}

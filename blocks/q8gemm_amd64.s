@@ -321,6 +321,79 @@ q8_0x1x1avx512done:
 	VZEROUPPER
 	RET
 
+// func q8_0RowsAVX512(w []byte, ldw int, a []byte, units int, nrows int, out []float32)
+// out[r] = the reduced accumulators (reduceLanes) of row r (at w[r*ldw:])
+// times input a, for r < nrows: the 1x1 kernel's operations row after
+// row, one stream of weights, without a call per row.
+TEXT ·q8_0RowsAVX512(SB), NOSPLIT, $0-96
+	MOVQ w_base+0(FP), SI
+	MOVQ a_base+32(FP), R10
+	MOVQ out_base+72(FP), DI
+	MOVQ nrows+64(FP), R9
+	MOVL $0x80808080, DX
+	VMOVD DX, X11
+	VPBROADCASTD X11, Z11
+	TESTQ R9, R9
+	JEQ q8_0rowsavx512end
+q8_0rowsavx512row:
+	VPXORD Z16, Z16, Z16
+	MOVQ units+56(FP), CX
+	XORQ AX, AX
+	XORQ BX, BX
+q8_0rowsavx512loop:
+	CMPQ CX, $2
+	JLT q8_0rowsavx512tail
+	PREFETCHT0 2048(SI)(BX*1)
+	VMOVDQU 2(SI)(BX*1), Y0
+	VINSERTI64X4 $1, 36(SI)(BX*1), Z0, Z0
+	VPXORD Z11, Z0, Z0
+	VPBROADCASTW (SI)(BX*1), X14
+	VPBROADCASTW 34(SI)(BX*1), X15
+	VINSERTI128 $1, X15, Y14, Y14
+	VCVTPH2PS Y14, Z3
+	VMOVDQU64 (R10)(AX*1), Z8
+	VMOVDQU64 64(R10)(AX*1), Z9
+	VMOVUPS 128(R10)(AX*1), Z10
+	VMOVDQA64 Z9, Z12
+	VPDPBUSD Z8, Z0, Z12
+	VCVTDQ2PS Z12, Z12
+	VMULPS Z10, Z3, Z13
+	VFMADD231PS Z13, Z12, Z16
+	ADDQ $68, BX
+	ADDQ $256, AX
+	SUBQ $2, CX
+	JMP q8_0rowsavx512loop
+q8_0rowsavx512tail:
+	TESTQ CX, CX
+	JEQ q8_0rowsavx512done
+	VMOVDQU 2(SI)(BX*1), Y0
+	VPXORD Z11, Z0, Z0
+	VPBROADCASTW (SI)(BX*1), X14
+	VCVTPH2PS Y14, Z3
+	VMOVDQU64 (R10)(AX*1), Z8
+	VMOVDQU64 64(R10)(AX*1), Z9
+	VMOVUPS 128(R10)(AX*1), Z10
+	VMOVDQA64 Z9, Z12
+	VPDPBUSD Z8, Z0, Z12
+	VCVTDQ2PS Z12, Z12
+	VMULPS Z10, Z3, Z13
+	VFMADD231PS Z13, Z12, Z16
+q8_0rowsavx512done:
+	VEXTRACTF32X8 $1, Z16, Y0
+	VADDPS Y0, Y16, Y0
+	VEXTRACTF128 $1, Y0, X1
+	VADDPS X1, X0, X0
+	VHADDPS X0, X0, X0
+	VHADDPS X0, X0, X0
+	MOVSS X0, (DI)
+	ADDQ $4, DI
+	ADDQ ldw+24(FP), SI
+	DECQ R9
+	JNZ q8_0rowsavx512row
+q8_0rowsavx512end:
+	VZEROUPPER
+	RET
+
 // func reduceQ8x12AVX2(acc *[192]float32, out *[12]float32)
 // out[i] = reduceLanes of acc[16i:16i+16]: the second eight accumulators
 // added onto the first, the upper four onto the lower four, then two

@@ -1,0 +1,182 @@
+"""Writes blocks/q8gemm_amd64.s (run: python3 blocks/asmgen/q8gemm.py).
+
+The assembly is generated because its kernels are the same loop body
+unrolled for several tile shapes (rows x inputs) with different
+registers; the .s file is committed, and TestAsmGenerated checks that it
+is what this script writes.
+"""
+import os
+PF = 2048  # bytes ahead of the rows that each block prefetches
+out=[]
+w=out.append
+w('//go:build amd64 && !purego')
+w('')
+w('#include "textflag.h"')
+w('')
+w('''// Q8_0 weights times 8-bit activations (q8act.go) with AVX-512 VNNI
+// (VPDPBUSD on 512-bit registers), two blocks at a time: lanes 0-7 of a
+// register belong to the even block of a pair and lanes 8-15 to the odd
+// one. For each weight row r and input t, lane j of block b is
+// sum_{k<4} w_{4j+k} q_{4j+k}, computed as (w + 128) times q plus the
+// input's c_j; it is converted to float32 and fused-multiply-added, times
+// dw * dx, to the output's accumulator 8*(b%2)+j: the same operations in
+// the same order in every kernel here and in q8_0Lanes, so a row's result
+// does not depend on the kernel or the batch. An odd last block runs alone
+// with a zero partner, as in q8_0Lanes. The caller reduces the 16
+// accumulators (reduceLanes).
+//
+// func q8_0xRxTAVX512(w []byte, ldw int, a []byte, lda int, nb int, acc *[R*T*16]float32)
+// Rows r < R at w[r*ldw:], inputs t < T at a[t*lda:], nb blocks; acc
+// holds output r*T+t's 16 accumulators at (r*T+t)*16, loaded first and
+// stored back.
+//
+// Registers: Z0-Z2 the rows' 64 bytes (+128), Z3-Z5 their scales dw
+// (8 lanes per block), Z8 an input's q, Z9 its c, Z10 its dx, Z11 bytes
+// of 0x80, Z12 a lane sum, Z13 dw*dx, X14/X15 scratch, Z16-Z27 the
+// accumulators. SI, DI, R8 rows; R10-R13 inputs; BX the weight offset
+// (68 bytes a pair), AX the input offset (256), CX blocks left, DX
+// scratch and acc.
+''')
+rows=['SI','DI','R8']
+ins=['R10','R11','R12','R13']
+def pairs(R,T,tail):
+    for r in range(R):
+        if not tail:
+            w(f"\tPREFETCHT0 {PF}({rows[r]})(BX*1)")
+        w(f"\tVMOVDQU 2({rows[r]})(BX*1), Y{r}")
+        if not tail:
+            w(f"\tVINSERTI64X4 $1, 36({rows[r]})(BX*1), Z{r}, Z{r}")
+        w(f"\tVPXORD Z11, Z{r}, Z{r}")
+        w(f"\tVPBROADCASTW ({rows[r]})(BX*1), X14")
+        if not tail:
+            w(f"\tVPBROADCASTW 34({rows[r]})(BX*1), X15")
+            w("\tVINSERTI128 $1, X15, Y14, Y14")
+        w(f"\tVCVTPH2PS Y14, Z{3+r}")
+    for t in range(T):
+        w(f"\tVMOVDQU64 ({ins[t]})(AX*1), Z8")
+        w(f"\tVMOVDQU64 64({ins[t]})(AX*1), Z9")
+        w(f"\tVMOVUPS 128({ins[t]})(AX*1), Z10")
+        for r in range(R):
+            w("\tVMOVDQA64 Z9, Z12")
+            w(f"\tVPDPBUSD Z8, Z{r}, Z12")
+            w("\tVCVTDQ2PS Z12, Z12")
+            w(f"\tVMULPS Z10, Z{3+r}, Z13")
+            w(f"\tVFMADD231PS Z13, Z12, Z{16+r*T+t}")
+def kernel(R,T):
+    name=f"q8_0x{R}x{T}AVX512"
+    w(f"// func {name}(w []byte, ldw int, a []byte, lda int, nb int, acc *[{R*T*16}]float32)")
+    w(f"TEXT ·{name}(SB), NOSPLIT, $0-80")
+    w("\tMOVQ w_base+0(FP), SI")
+    w("\tMOVQ ldw+24(FP), DX")
+    for r in range(1,R):
+        w(f"\tLEAQ ({rows[r-1]})(DX*1), {rows[r]}")
+    w("\tMOVQ a_base+32(FP), R10")
+    w("\tMOVQ lda+56(FP), DX")
+    for t in range(1,T):
+        w(f"\tLEAQ ({ins[t-1]})(DX*1), {ins[t]}")
+    w("\tMOVQ nb+64(FP), CX")
+    w("\tMOVQ acc+72(FP), DX")
+    for i in range(R*T):
+        w(f"\tVMOVUPS {i*64}(DX), Z{16+i}")
+    w("\tMOVL $0x80808080, DX")
+    w("\tVMOVD DX, X11")
+    w("\tVPBROADCASTD X11, Z11")
+    w("\tXORQ AX, AX")
+    w("\tXORQ BX, BX")
+    lbl=name.lower()
+    w(f"{lbl}loop:")
+    w("\tCMPQ CX, $2")
+    w(f"\tJLT {lbl}tail")
+    pairs(R,T,False)
+    w("\tADDQ $68, BX")
+    w("\tADDQ $256, AX")
+    w("\tSUBQ $2, CX")
+    w(f"\tJMP {lbl}loop")
+    w(f"{lbl}tail:")
+    w("\tTESTQ CX, CX")
+    w(f"\tJEQ {lbl}done")
+    pairs(R,T,True)
+    w(f"{lbl}done:")
+    w("\tMOVQ acc+72(FP), DX")
+    for i in range(R*T):
+        w(f"\tVMOVUPS Z{16+i}, {i*64}(DX)")
+    w("\tVZEROUPPER")
+    w("\tRET")
+    w("")
+for R,T in ((3,4),(1,1)):
+    kernel(R,T)
+
+def rowskernel():
+    name="q8_0RowsAVX512"
+    w(f"// func {name}(w []byte, ldw int, a []byte, units int, nrows int, out []float32)")
+    w("// out[r] = the reduced accumulators (reduceLanes) of row r (at w[r*ldw:])")
+    w("// times input a, for r < nrows: the 1x1 kernel's operations row after")
+    w("// row, one stream of weights, without a call per row.")
+    w(f"TEXT ·{name}(SB), NOSPLIT, $0-96")
+    w("\tMOVQ w_base+0(FP), SI")
+    w("\tMOVQ a_base+32(FP), R10")
+    w("\tMOVQ out_base+72(FP), DI")
+    w("\tMOVQ nrows+64(FP), R9")
+    w("\tMOVL $0x80808080, DX")
+    w("\tVMOVD DX, X11")
+    w("\tVPBROADCASTD X11, Z11")
+    w("\tTESTQ R9, R9")
+    lbl=name.lower()
+    w(f"\tJEQ {lbl}end")
+    w(f"{lbl}row:")
+    w("\tVPXORD Z16, Z16, Z16")
+    w("\tMOVQ units+56(FP), CX")
+    w("\tXORQ AX, AX")
+    w("\tXORQ BX, BX")
+    w(f"{lbl}loop:")
+    w("\tCMPQ CX, $2")
+    w(f"\tJLT {lbl}tail")
+    pairs(1,1,False)
+    w("\tADDQ $68, BX")
+    w("\tADDQ $256, AX")
+    w("\tSUBQ $2, CX")
+    w(f"\tJMP {lbl}loop")
+    w(f"{lbl}tail:")
+    w("\tTESTQ CX, CX")
+    w(f"\tJEQ {lbl}done")
+    pairs(1,1,True)
+    w(f"{lbl}done:")
+    w("\tVEXTRACTF32X8 $1, Z16, Y0")
+    w("\tVADDPS Y0, Y16, Y0")
+    w("\tVEXTRACTF128 $1, Y0, X1")
+    w("\tVADDPS X1, X0, X0")
+    w("\tVHADDPS X0, X0, X0")
+    w("\tVHADDPS X0, X0, X0")
+    w("\tMOVSS X0, (DI)")
+    w("\tADDQ $4, DI")
+    w("\tADDQ ldw+24(FP), SI")
+    w("\tDECQ R9")
+    w(f"\tJNZ {lbl}row")
+    w(f"{lbl}end:")
+    w("\tVZEROUPPER")
+    w("\tRET")
+    w("")
+rowskernel()
+w("""// func reduceQ8x12AVX2(acc *[192]float32, out *[12]float32)
+// out[i] = reduceLanes of acc[16i:16i+16]: the second eight accumulators
+// added onto the first, the upper four onto the lower four, then two
+// horizontal adds ((u0+u1)+(u2+u3)), the order reduceLanes uses.
+TEXT ·reduceQ8x12AVX2(SB), NOSPLIT, $0-16
+	MOVQ acc+0(FP), SI
+	MOVQ out+8(FP), DI
+	MOVQ $12, CX
+rq8loop:
+	VMOVUPS (SI), Y0
+	VADDPS 32(SI), Y0, Y0
+	VEXTRACTF128 $1, Y0, X1
+	VADDPS X1, X0, X0
+	VHADDPS X0, X0, X0
+	VHADDPS X0, X0, X0
+	MOVSS X0, (DI)
+	ADDQ $64, SI
+	ADDQ $4, DI
+	DECQ CX
+	JNZ  rq8loop
+	VZEROUPPER
+	RET""")
+open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "q8gemm_amd64.s"), "w").write("\n".join(out)+"\n")
