@@ -19,6 +19,7 @@ func TestAsmGenerated(t *testing.T) {
 		"gemm512.py": "gemm512_amd64.s",
 		"q8gemm.py":  "q8gemm_amd64.s",
 		"q4kgemm.py": "q4kgemm_amd64.s",
+		"q6kgemm.py": "q6kgemm_amd64.s",
 	} {
 		dir := t.TempDir()
 		require.NoError(t, os.Mkdir(filepath.Join(dir, "asmgen"), 0o755))

@@ -164,44 +164,63 @@ func q8KernelsMatchGo(t *testing.T, rng *rand.Rand, cols int) {
 
 func abs32(v float32) float32 { return float32(math.Abs(float64(v))) }
 
-// TestQ4_KKernelsMatchGo requires the VNNI Q4_K kernels' accumulators to
-// equal the portable q4_KLanes' (to fma32's double rounding, and exactly
-// for nearly all), the 1x1 kernel's to equal the 3x4 tile's bit for bit.
-func TestQ4_KKernelsMatchGo(t *testing.T) {
+// TestKQuantKernelsMatchGo requires the VNNI Q4_K and Q6_K kernels'
+// accumulators to equal the portable ones' (to fma32's double rounding,
+// and exactly for nearly all), the 1x1 kernel's to equal the 3x4 tile's
+// bit for bit, and the rows kernel's results to equal reduceLanes of the
+// 1x1 kernel's.
+func TestKQuantKernelsMatchGo(t *testing.T) {
 	if !vnniKernels {
-		t.Skip("this CPU has no AVX-512 VNNI: the portable Q4_K x Q8 kernel is the one in use")
+		t.Skip("this CPU has no AVX-512 VNNI: the portable K-quant x Q8 kernels are the ones in use")
 	}
-	rng := rand.New(rand.NewPCG(15, 16))
-	for _, cols := range []int{256, 1024} {
-		m := randomMatrix(rng, 3, cols, swarm.DTypeQ4_K)
-		x := make([]float32, 4*cols)
-		for i := range x {
-			x[i] = float32(rng.NormFloat64())
-		}
-		a := quantizeActs(x, cols, 4, cols)
-		rb, nsb := m.rowBytes(), cols/256
-		var tile [3 * 4 * q8Lanes]float32
-		q4_Kx3x4AVX512(m.q, rb, a.buf, a.stride, nsb, &tile)
-		var one [q8Lanes]float32
-		q4_Kx1x1AVX512(m.q[2*rb:], 0, a.row(1), 0, nsb, &one)
-		same := 0
-		for r := range 3 {
-			for tt := range 4 {
-				var want [q8Lanes]float32
-				q4_KLanes(m.q[r*rb:(r+1)*rb], a.row(tt), nsb, &want)
-				for j := range q8Lanes {
-					got := tile[(r*4+tt)*q8Lanes+j]
-					require.InDelta(t, want[j], got, 1e-5*float64(abs32(want[j])+1), "cols %d row %d input %d lane %d", cols, r, tt, j)
-					if got == want[j] {
-						same++
+	type kernels struct {
+		tile  func(w []byte, ldw int, a []byte, lda int, nsb int, acc *[3 * 4 * q8Lanes]float32)
+		one   func(w []byte, ldw int, a []byte, lda int, nsb int, acc *[q8Lanes]float32)
+		rows  func(w []byte, ldw int, a []byte, units int, nrows int, out []float32)
+		lanes func(w, a []byte, nsb int, acc *[q8Lanes]float32)
+	}
+	for dt, k := range map[swarm.DType]kernels{
+		swarm.DTypeQ4_K: {q4_Kx3x4AVX512, q4_Kx1x1AVX512, q4_KRowsAVX512, q4_KLanes},
+		swarm.DTypeQ6_K: {q6_Kx3x4AVX512, q6_Kx1x1AVX512, q6_KRowsAVX512, q6_KLanes},
+	} {
+		rng := rand.New(rand.NewPCG(15, 16))
+		for _, cols := range []int{256, 1024} {
+			m := randomMatrix(rng, 3, cols, dt)
+			x := make([]float32, 4*cols)
+			for i := range x {
+				x[i] = float32(rng.NormFloat64())
+			}
+			a := quantizeActs(x, cols, 4, cols)
+			rb, nsb := m.rowBytes(), cols/256
+			var tile [3 * 4 * q8Lanes]float32
+			k.tile(m.q, rb, a.buf, a.stride, nsb, &tile)
+			var one [q8Lanes]float32
+			k.one(m.q[2*rb:], 0, a.row(1), 0, nsb, &one)
+			rows := make([]float32, 3)
+			k.rows(m.q, rb, a.row(1), nsb, 3, rows)
+			same := 0
+			for r := range 3 {
+				for tt := range 4 {
+					var want [q8Lanes]float32
+					k.lanes(m.q[r*rb:(r+1)*rb], a.row(tt), nsb, &want)
+					for j := range q8Lanes {
+						got := tile[(r*4+tt)*q8Lanes+j]
+						require.InDelta(t, want[j], got, 1e-5*float64(abs32(want[j])+1), "%s: cols %d row %d input %d lane %d", dt, cols, r, tt, j)
+						if got == want[j] {
+							same++
+						}
+						if r == 2 && tt == 1 {
+							require.Equal(t, math.Float32bits(got), math.Float32bits(one[j]), "%s: cols %d: 1x1 kernel, lane %d", dt, cols, j)
+						}
 					}
-					if r == 2 && tt == 1 {
-						require.Equal(t, math.Float32bits(got), math.Float32bits(one[j]), "cols %d: 1x1 kernel, lane %d", cols, j)
+					if tt == 1 {
+						got := (*[q8Lanes]float32)(tile[(r*4+tt)*q8Lanes:])
+						require.Equal(t, math.Float32bits(reduceLanes(got)), math.Float32bits(rows[r]), "%s: cols %d: rows kernel, row %d", dt, cols, r)
 					}
 				}
 			}
+			require.GreaterOrEqual(t, same, 3*4*q8Lanes*9/10, "%s", dt)
+			a.release()
 		}
-		require.GreaterOrEqual(t, same, 3*4*q8Lanes*9/10)
-		a.release()
 	}
 }

@@ -224,6 +224,7 @@ type q8Products struct {
 var q8Dtypes = map[swarm.DType]*q8Products{
 	swarm.DTypeQ8_0: {unitBlocks: 1, unitBytes: q8BlockBytes, tile: q8_0Tile3x4, dot: dotQ8_0Q8, rows: q8_0Rows},
 	swarm.DTypeQ4_K: {unitBlocks: 8, unitBytes: q4KBlockBytes, tile: q4_KTile3x4, dot: dotQ4_KQ8, rows: q4_KRows},
+	swarm.DTypeQ6_K: {unitBlocks: 8, unitBytes: q6KBlockBytes, tile: q6_KTile3x4, dot: dotQ6_KQ8, rows: q6_KRows},
 }
 
 // mulRowsQ8 computes out[t*m.rows + r] = k.dot(row r, input t) for rows

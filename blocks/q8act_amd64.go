@@ -25,6 +25,15 @@ func q8_0RowsAVX512(w []byte, ldw int, a []byte, units int, nrows int, out []flo
 func q4_KRowsAVX512(w []byte, ldw int, a []byte, units int, nrows int, out []float32)
 
 //go:noescape
+func q6_Kx3x4AVX512(w []byte, ldw int, a []byte, lda int, nsb int, acc *[3 * 4 * q8Lanes]float32)
+
+//go:noescape
+func q6_Kx1x1AVX512(w []byte, ldw int, a []byte, lda int, nsb int, acc *[q8Lanes]float32)
+
+//go:noescape
+func q6_KRowsAVX512(w []byte, ldw int, a []byte, units int, nrows int, out []float32)
+
+//go:noescape
 func reduceQ8x12AVX2(acc *[3 * 4 * q8Lanes]float32, out *[12]float32)
 
 // reduceQ8x12 writes reduceLanes of each of the 12 outputs of acc to out.
@@ -121,4 +130,40 @@ func q4_KRows(w []byte, ldw int, a []byte, nsb int, out []float32) {
 	_ = w[(len(out)-1)*ldw+nsb*q4KBlockBytes-1]
 	_ = a[4*nsb*q8ActPairBytes-1]
 	q4_KRowsAVX512(w, ldw, a, nsb, len(out), out)
+}
+
+// q6_KTile3x4 adds to acc the accumulators of 3 Q6_K rows (ldw bytes
+// apart) times 4 inputs (lda bytes apart), output r*4+t, over nsb blocks
+// of 256, exactly as q6_KLanes would.
+func q6_KTile3x4(w []byte, ldw int, a []byte, lda, nsb int, acc *[3 * 4 * q8Lanes]float32) {
+	if !vnniKernels {
+		q6_KTile3x4Go(w, ldw, a, lda, nsb, acc)
+		return
+	}
+	_ = w[2*ldw+nsb*q6KBlockBytes-1]
+	_ = a[3*lda+4*nsb*q8ActPairBytes-1]
+	q6_Kx3x4AVX512(w, ldw, a, lda, nsb, acc)
+}
+
+// q6_KRow adds to acc the accumulators of Q6_K row w times input a, as
+// q6_KLanes would.
+func q6_KRow(w, a []byte, nsb int, acc *[q8Lanes]float32) {
+	if !vnniKernels {
+		q6_KLanes(w, a, nsb, acc)
+		return
+	}
+	_ = w[nsb*q6KBlockBytes-1]
+	_ = a[4*nsb*q8ActPairBytes-1]
+	q6_Kx1x1AVX512(w, 0, a, 0, nsb, acc)
+}
+
+// q6_KRows sets out[r] to dotQ6_KQ8 of row r (ldw bytes apart) and a.
+func q6_KRows(w []byte, ldw int, a []byte, nsb int, out []float32) {
+	if !vnniKernels || len(out) == 0 || nsb == 0 {
+		rowsGo(dotQ6_KQ8, w, ldw, a, nsb, out)
+		return
+	}
+	_ = w[(len(out)-1)*ldw+nsb*q6KBlockBytes-1]
+	_ = a[4*nsb*q8ActPairBytes-1]
+	q6_KRowsAVX512(w, ldw, a, nsb, len(out), out)
 }

@@ -33,3 +33,16 @@ func q8_0Rows(w []byte, ldw int, a []byte, nb int, out []float32) {
 func q4_KRows(w []byte, ldw int, a []byte, nsb int, out []float32) {
 	rowsGo(dotQ4_KQ8, w, ldw, a, nsb, out)
 }
+
+// q6_KTile3x4 is the portable tile (used by the tests).
+func q6_KTile3x4(w []byte, ldw int, a []byte, lda, nsb int, acc *[3 * 4 * q8Lanes]float32) {
+	q6_KTile3x4Go(w, ldw, a, lda, nsb, acc)
+}
+
+// q6_KRow adds to acc the accumulators of Q6_K row w times input a.
+func q6_KRow(w, a []byte, nsb int, acc *[q8Lanes]float32) { q6_KLanes(w, a, nsb, acc) }
+
+// q6_KRows is the rows kernel of q8Products.
+func q6_KRows(w []byte, ldw int, a []byte, nsb int, out []float32) {
+	rowsGo(dotQ6_KQ8, w, ldw, a, nsb, out)
+}

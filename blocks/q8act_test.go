@@ -98,6 +98,7 @@ func TestMulRowsQ8MatchesDot(t *testing.T) {
 	}{
 		{swarm.DTypeQ8_0, []int{32, 64, 96, 1056, 2048}},
 		{swarm.DTypeQ4_K, []int{256, 512, 1280, 2048}}, // 1280: a chunk of 4 blocks of 256, then 1
+		{swarm.DTypeQ6_K, []int{256, 1280}},
 	} {
 		k := q8Dtypes[tc.dt]
 		for _, cols := range tc.cols {
@@ -130,13 +131,19 @@ func TestMulRowsQ8MatchesDot(t *testing.T) {
 	}
 }
 
-// TestDotQ4_KQ8 compares the Q4_K x Q8 product with the float64 sum of the
-// dequantized weights times the dequantized activations (tolerance:
-// float32 rounding over 64 groups).
-func TestDotQ4_KQ8(t *testing.T) {
+// TestDotK8 compares the Q4_K and Q6_K x Q8 products with the float64 sum
+// of the dequantized weights times the dequantized activations
+// (tolerance: float32 rounding over 64 groups).
+func TestDotK8(t *testing.T) {
+	for _, dt := range []swarm.DType{swarm.DTypeQ4_K, swarm.DTypeQ6_K} {
+		t.Run(dt.String(), func(t *testing.T) { dotK8(t, dt) })
+	}
+}
+
+func dotK8(t *testing.T, dt swarm.DType) {
 	rng := rand.New(rand.NewPCG(13, 14))
 	const cols = 2048
-	m := randomMatrix(rng, 1, cols, swarm.DTypeQ4_K)
+	m := randomMatrix(rng, 1, cols, dt)
 	x := make([]float32, cols)
 	for i := range x {
 		x[i] = float32(rng.NormFloat64())
@@ -153,6 +160,6 @@ func TestDotQ4_KQ8(t *testing.T) {
 			exact += float64(w[b*32+i]) * d * float64(int8(pair[32*h+i]))
 		}
 	}
-	got := float64(dotQ4_KQ8(m.q, a.row(0), cols/256))
+	got := float64(q8Dtypes[dt].dot(m.q, a.row(0), cols/256))
 	require.InDelta(t, exact, got, 1e-3*(1+math.Abs(exact)))
 }
