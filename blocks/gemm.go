@@ -117,13 +117,17 @@ func gemmTile(out []float32, outRows, r0 int, tile tileRows, x []float32, n int)
 					}
 				}
 			}
-			var sums [gemmRows * gemmInputs]float32
+			var sums [prefillTile / gemmRows][gemmRows * gemmInputs]float32
 			for tg := range tgroups {
 				for g := range groups {
-					reduce3x4(&accs[tg*groups+g], &sums)
-					for rr := range gemmRows {
-						for tt := range gemmInputs {
-							out[(t0+tg*gemmInputs+tt)*outRows+r0+g*gemmRows+rr] = sums[rr*gemmInputs+tt]
+					reduce3x4(&accs[tg*groups+g], &sums[g])
+				}
+				// Each input's outputs together (see mulRowsQ8).
+				for tt := range gemmInputs {
+					o := out[(t0+tg*gemmInputs+tt)*outRows+r0 : (t0+tg*gemmInputs+tt)*outRows+r0+gemmRows*groups]
+					for g := range groups {
+						for rr := range gemmRows {
+							o[gemmRows*g+rr] = sums[g][rr*gemmInputs+tt]
 						}
 					}
 				}

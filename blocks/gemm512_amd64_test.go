@@ -139,7 +139,7 @@ func q8KernelsMatchGo(t *testing.T, rng *rand.Rand, cols int) {
 	defer a.release()
 	rb, nb := m.rowBytes(), cols/32
 	var tile [3 * 4 * q8Lanes]float32
-	q8_0Tile3x4(m.q, rb, a.buf, a.stride, nb, &tile)
+	q8_0Tile3x4(m.q, rb, a.buf, a.stride, nb, &tile, false)
 	var one [q8Lanes]float32
 	q8_0x1x1AVX512(m.q[rb:], 0, a.row(2), 0, nb, &one)
 	same := 0
@@ -174,7 +174,7 @@ func TestKQuantKernelsMatchGo(t *testing.T) {
 		t.Skip("this CPU has no AVX-512 VNNI: the portable K-quant x Q8 kernels are the ones in use")
 	}
 	type kernels struct {
-		tile  func(w []byte, ldw int, a []byte, lda int, nsb int, acc *[3 * 4 * q8Lanes]float32)
+		tile  func(w []byte, ldw int, a []byte, lda int, nsb int, acc *[3 * 4 * q8Lanes]float32, zero bool)
 		one   func(w []byte, ldw int, a []byte, lda int, nsb int, acc *[q8Lanes]float32)
 		rows  func(w []byte, ldw int, a []byte, units int, nrows int, out []float32)
 		lanes func(w, a []byte, nsb int, acc *[q8Lanes]float32)
@@ -193,7 +193,10 @@ func TestKQuantKernelsMatchGo(t *testing.T) {
 			a := quantizeActs(x, cols, 4, cols)
 			rb, nsb := m.rowBytes(), cols/256
 			var tile [3 * 4 * q8Lanes]float32
-			k.tile(m.q, rb, a.buf, a.stride, nsb, &tile)
+			for i := range tile {
+				tile[i] = 1e9 // zero must ignore what acc held
+			}
+			k.tile(m.q, rb, a.buf, a.stride, nsb, &tile, true)
 			var one [q8Lanes]float32
 			k.one(m.q[2*rb:], 0, a.row(1), 0, nsb, &one)
 			rows := make([]float32, 3)

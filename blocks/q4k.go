@@ -79,7 +79,10 @@ func dotQ4_KQ8(w, a []byte, nsb int) float32 {
 }
 
 // q4_KTile3x4Go is the portable q4_KTile3x4: q4_KLanes per output.
-func q4_KTile3x4Go(w []byte, ldw int, a []byte, lda, nsb int, acc *[3 * 4 * q8Lanes]float32) {
+func q4_KTile3x4Go(w []byte, ldw int, a []byte, lda, nsb int, acc *[3 * 4 * q8Lanes]float32, zero bool) {
+	if zero {
+		clear(acc[:])
+	}
 	for i := range 12 {
 		r, t := i/4, i%4
 		q4_KLanes(w[r*ldw:], a[t*lda:], nsb, (*[q8Lanes]float32)(acc[i*q8Lanes:]))

@@ -73,7 +73,10 @@ func dotQ6_KQ8(w, a []byte, nsb int) float32 {
 }
 
 // q6_KTile3x4Go is the portable q6_KTile3x4: q6_KLanes per output.
-func q6_KTile3x4Go(w []byte, ldw int, a []byte, lda, nsb int, acc *[3 * 4 * q8Lanes]float32) {
+func q6_KTile3x4Go(w []byte, ldw int, a []byte, lda, nsb int, acc *[3 * 4 * q8Lanes]float32, zero bool) {
+	if zero {
+		clear(acc[:])
+	}
 	for i := range 12 {
 		r, t := i/4, i%4
 		q6_KLanes(w[r*ldw:], a[t*lda:], nsb, (*[q8Lanes]float32)(acc[i*q8Lanes:]))

@@ -182,7 +182,10 @@ func rowsGo(dot func(w, a []byte, units int) float32, w []byte, ldw int, a []byt
 }
 
 // q8_0Tile3x4Go is the portable q8_0Tile3x4: q8_0Lanes per output.
-func q8_0Tile3x4Go(w []byte, ldw int, a []byte, lda, nb int, acc *[3 * 4 * q8Lanes]float32) {
+func q8_0Tile3x4Go(w []byte, ldw int, a []byte, lda, nb int, acc *[3 * 4 * q8Lanes]float32, zero bool) {
+	if zero {
+		clear(acc[:])
+	}
 	for i := range 12 {
 		r, t := i/4, i%4
 		q8_0Lanes(w[r*ldw:], a[t*lda:], nb, (*[q8Lanes]float32)(acc[i*q8Lanes:]))
@@ -213,7 +216,7 @@ var q8Accs = sync.Pool{New: func() any { return new([prefillTile / 3 * gemmMaxIn
 type q8Products struct {
 	unitBlocks int // activation blocks (of 32) per unit: 1 or 8
 	unitBytes  int // weight bytes per unit
-	tile       func(w []byte, ldw int, a []byte, lda, units int, acc *[3 * 4 * q8Lanes]float32)
+	tile       func(w []byte, ldw int, a []byte, lda, units int, acc *[3 * 4 * q8Lanes]float32, zero bool)
 	dot        func(w, a []byte, units int) float32
 	// rows sets out[r] = dot(row r, a) for r < len(out), rows ldw bytes
 	// apart from w: one call for a tile's rows and one input.
@@ -239,7 +242,7 @@ func (m *matrix) mulRowsQ8(out []float32, a *q8Acts, n, r0, r1 int, k *q8Product
 		accs = q8Accs.Get().(*[prefillTile / 3 * gemmMaxInputs / 4][3 * 4 * q8Lanes]float32)
 		defer q8Accs.Put(accs)
 	}
-	var sums [12]float32
+	var sums [prefillTile / 3][12]float32
 	chunkUnits := 2 * q8ChunkPairs / k.unitBlocks
 	for a0 := r0; a0 < r1; a0 += prefillTile {
 		b := min(a0+prefillTile, r1)
@@ -250,24 +253,27 @@ func (m *matrix) mulRowsQ8(out []float32, a *q8Acts, n, r0, r1 int, k *q8Product
 		}
 		for t0 := 0; t0 < nt; t0 += gemmMaxInputs {
 			tgroups := min(nt-t0, gemmMaxInputs) / 4
-			for i := range groups * tgroups {
-				clear(accs[i][:])
-			}
 			for u0 := 0; u0 < units; u0 += chunkUnits {
 				cu := min(chunkUnits, units-u0)
 				aoff := (u0 * k.unitBlocks / 2) * q8ActPairBytes
 				for tg := range tgroups {
 					in := a.buf[(t0+4*tg)*a.stride+aoff:]
 					for g := range groups {
-						k.tile(m.q[(a0+3*g)*rb+u0*k.unitBytes:], rb, in, a.stride, cu, &accs[tg*groups+g])
+						k.tile(m.q[(a0+3*g)*rb+u0*k.unitBytes:], rb, in, a.stride, cu, &accs[tg*groups+g], u0 == 0)
 					}
 				}
 			}
 			for tg := range tgroups {
 				for g := range groups {
-					reduceQ8x12(&accs[tg*groups+g], &sums)
-					for i, v := range sums {
-						out[(t0+4*tg+i%4)*m.rows+a0+3*g+i/4] = v
+					reduceQ8x12(&accs[tg*groups+g], &sums[g])
+				}
+				// Each input's outputs together: the inputs' rows of out lie
+				// m.rows floats apart, often a multiple of 4 KiB, so writing
+				// them input by input keeps one line of out busy at a time.
+				for tt := range 4 {
+					o := out[(t0+4*tg+tt)*m.rows+a0 : (t0+4*tg+tt)*m.rows+a0+3*groups]
+					for g := range groups {
+						o[3*g], o[3*g+1], o[3*g+2] = sums[g][tt], sums[g][4+tt], sums[g][8+tt]
 					}
 				}
 			}

@@ -7,13 +7,13 @@ import "golang.org/x/sys/cpu"
 // The Q8_0 x Q8 kernels of q8gemm_amd64.s.
 
 //go:noescape
-func q8_0x3x4AVX512(w []byte, ldw int, a []byte, lda int, nb int, acc *[3 * 4 * q8Lanes]float32)
+func q8_0x3x4AVX512(w []byte, ldw int, a []byte, lda int, nb int, acc *[3 * 4 * q8Lanes]float32, zero bool)
 
 //go:noescape
 func q8_0x1x1AVX512(w []byte, ldw int, a []byte, lda int, nb int, acc *[q8Lanes]float32)
 
 //go:noescape
-func q4_Kx3x4AVX512(w []byte, ldw int, a []byte, lda int, nsb int, acc *[3 * 4 * q8Lanes]float32)
+func q4_Kx3x4AVX512(w []byte, ldw int, a []byte, lda int, nsb int, acc *[3 * 4 * q8Lanes]float32, zero bool)
 
 //go:noescape
 func q4_Kx1x1AVX512(w []byte, ldw int, a []byte, lda int, nsb int, acc *[q8Lanes]float32)
@@ -25,7 +25,7 @@ func q8_0RowsAVX512(w []byte, ldw int, a []byte, units int, nrows int, out []flo
 func q4_KRowsAVX512(w []byte, ldw int, a []byte, units int, nrows int, out []float32)
 
 //go:noescape
-func q6_Kx3x4AVX512(w []byte, ldw int, a []byte, lda int, nsb int, acc *[3 * 4 * q8Lanes]float32)
+func q6_Kx3x4AVX512(w []byte, ldw int, a []byte, lda int, nsb int, acc *[3 * 4 * q8Lanes]float32, zero bool)
 
 //go:noescape
 func q6_Kx1x1AVX512(w []byte, ldw int, a []byte, lda int, nsb int, acc *[q8Lanes]float32)
@@ -59,18 +59,18 @@ func init() {
 	}
 }
 
-// q8_0Tile3x4 adds to acc the accumulators of 3 rows (ldw bytes apart)
-// times 4 inputs (lda bytes apart), output r*4+t, exactly as q8_0Lanes
-// would.
-func q8_0Tile3x4(w []byte, ldw int, a []byte, lda, nb int, acc *[3 * 4 * q8Lanes]float32) {
+// q8_0Tile3x4 adds to acc (zero: to zeros instead) the accumulators of 3
+// rows (ldw bytes apart) times 4 inputs (lda bytes apart), output r*4+t,
+// exactly as q8_0Lanes would.
+func q8_0Tile3x4(w []byte, ldw int, a []byte, lda, nb int, acc *[3 * 4 * q8Lanes]float32, zero bool) {
 	if !vnniKernels {
-		q8_0Tile3x4Go(w, ldw, a, lda, nb, acc)
+		q8_0Tile3x4Go(w, ldw, a, lda, nb, acc, zero)
 		return
 	}
 	// Bound the reads: rows 0..2 and inputs 0..3 of nb blocks.
 	_ = w[2*ldw+nb*q8BlockBytes-1]
 	_ = a[3*lda+q8Pairs(nb)*q8ActPairBytes-1]
-	q8_0x3x4AVX512(w, ldw, a, lda, nb, acc)
+	q8_0x3x4AVX512(w, ldw, a, lda, nb, acc, zero)
 }
 
 // q8_0Row adds to acc the accumulators of row w times input a, as
@@ -88,14 +88,14 @@ func q8_0Row(w, a []byte, nb int, acc *[q8Lanes]float32) {
 // q4_KTile3x4 adds to acc the accumulators of 3 Q4_K rows (ldw bytes
 // apart) times 4 inputs (lda bytes apart), output r*4+t, over nsb blocks
 // of 256, exactly as q4_KLanes would.
-func q4_KTile3x4(w []byte, ldw int, a []byte, lda, nsb int, acc *[3 * 4 * q8Lanes]float32) {
+func q4_KTile3x4(w []byte, ldw int, a []byte, lda, nsb int, acc *[3 * 4 * q8Lanes]float32, zero bool) {
 	if !vnniKernels {
-		q4_KTile3x4Go(w, ldw, a, lda, nsb, acc)
+		q4_KTile3x4Go(w, ldw, a, lda, nsb, acc, zero)
 		return
 	}
 	_ = w[2*ldw+nsb*q4KBlockBytes-1]
 	_ = a[3*lda+4*nsb*q8ActPairBytes-1]
-	q4_Kx3x4AVX512(w, ldw, a, lda, nsb, acc)
+	q4_Kx3x4AVX512(w, ldw, a, lda, nsb, acc, zero)
 }
 
 // q4_KRow adds to acc the accumulators of Q4_K row w times input a, as
@@ -135,14 +135,14 @@ func q4_KRows(w []byte, ldw int, a []byte, nsb int, out []float32) {
 // q6_KTile3x4 adds to acc the accumulators of 3 Q6_K rows (ldw bytes
 // apart) times 4 inputs (lda bytes apart), output r*4+t, over nsb blocks
 // of 256, exactly as q6_KLanes would.
-func q6_KTile3x4(w []byte, ldw int, a []byte, lda, nsb int, acc *[3 * 4 * q8Lanes]float32) {
+func q6_KTile3x4(w []byte, ldw int, a []byte, lda, nsb int, acc *[3 * 4 * q8Lanes]float32, zero bool) {
 	if !vnniKernels {
-		q6_KTile3x4Go(w, ldw, a, lda, nsb, acc)
+		q6_KTile3x4Go(w, ldw, a, lda, nsb, acc, zero)
 		return
 	}
 	_ = w[2*ldw+nsb*q6KBlockBytes-1]
 	_ = a[3*lda+4*nsb*q8ActPairBytes-1]
-	q6_Kx3x4AVX512(w, ldw, a, lda, nsb, acc)
+	q6_Kx3x4AVX512(w, ldw, a, lda, nsb, acc, zero)
 }
 
 // q6_KRow adds to acc the accumulators of Q6_K row w times input a, as

@@ -7,8 +7,8 @@ package blocks
 const q8Tiles = false
 
 // q8_0Tile3x4 is the portable tile (used by the tests).
-func q8_0Tile3x4(w []byte, ldw int, a []byte, lda, nb int, acc *[3 * 4 * q8Lanes]float32) {
-	q8_0Tile3x4Go(w, ldw, a, lda, nb, acc)
+func q8_0Tile3x4(w []byte, ldw int, a []byte, lda, nb int, acc *[3 * 4 * q8Lanes]float32, zero bool) {
+	q8_0Tile3x4Go(w, ldw, a, lda, nb, acc, zero)
 }
 
 // q8_0Row adds to acc the accumulators of row w times input a.
@@ -18,8 +18,8 @@ func q8_0Row(w, a []byte, nb int, acc *[q8Lanes]float32) { q8_0Lanes(w, a, nb, a
 func reduceQ8x12(acc *[3 * 4 * q8Lanes]float32, out *[12]float32) { reduceQ8x12Go(acc, out) }
 
 // q4_KTile3x4 is the portable tile (used by the tests).
-func q4_KTile3x4(w []byte, ldw int, a []byte, lda, nsb int, acc *[3 * 4 * q8Lanes]float32) {
-	q4_KTile3x4Go(w, ldw, a, lda, nsb, acc)
+func q4_KTile3x4(w []byte, ldw int, a []byte, lda, nsb int, acc *[3 * 4 * q8Lanes]float32, zero bool) {
+	q4_KTile3x4Go(w, ldw, a, lda, nsb, acc, zero)
 }
 
 // q4_KRow adds to acc the accumulators of Q4_K row w times input a.
@@ -35,8 +35,8 @@ func q4_KRows(w []byte, ldw int, a []byte, nsb int, out []float32) {
 }
 
 // q6_KTile3x4 is the portable tile (used by the tests).
-func q6_KTile3x4(w []byte, ldw int, a []byte, lda, nsb int, acc *[3 * 4 * q8Lanes]float32) {
-	q6_KTile3x4Go(w, ldw, a, lda, nsb, acc)
+func q6_KTile3x4(w []byte, ldw int, a []byte, lda, nsb int, acc *[3 * 4 * q8Lanes]float32, zero bool) {
+	q6_KTile3x4Go(w, ldw, a, lda, nsb, acc, zero)
 }
 
 // q6_KRow adds to acc the accumulators of Q6_K row w times input a.

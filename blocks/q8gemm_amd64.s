@@ -26,8 +26,8 @@
 // (68 bytes a pair), AX the input offset (256), CX blocks left, DX
 // scratch and acc.
 
-// func q8_0x3x4AVX512(w []byte, ldw int, a []byte, lda int, nb int, acc *[192]float32)
-TEXT ·q8_0x3x4AVX512(SB), NOSPLIT, $0-80
+// func q8_0x3x4AVX512(w []byte, ldw int, a []byte, lda int, nb int, acc *[192]float32, zero bool)
+TEXT ·q8_0x3x4AVX512(SB), NOSPLIT, $0-81
 	MOVQ w_base+0(FP), SI
 	MOVQ ldw+24(FP), DX
 	LEAQ (SI)(DX*1), DI
@@ -39,6 +39,9 @@ TEXT ·q8_0x3x4AVX512(SB), NOSPLIT, $0-80
 	LEAQ (R12)(DX*1), R13
 	MOVQ nb+64(FP), CX
 	MOVQ acc+72(FP), DX
+	MOVBLZX zero+80(FP), BX
+	TESTQ BX, BX
+	JNE q8_0x3x4avx512zero
 	VMOVUPS 0(DX), Z16
 	VMOVUPS 64(DX), Z17
 	VMOVUPS 128(DX), Z18
@@ -51,6 +54,21 @@ TEXT ·q8_0x3x4AVX512(SB), NOSPLIT, $0-80
 	VMOVUPS 576(DX), Z25
 	VMOVUPS 640(DX), Z26
 	VMOVUPS 704(DX), Z27
+	JMP q8_0x3x4avx512accs
+q8_0x3x4avx512zero:
+	VPXORD Z16, Z16, Z16
+	VPXORD Z17, Z17, Z17
+	VPXORD Z18, Z18, Z18
+	VPXORD Z19, Z19, Z19
+	VPXORD Z20, Z20, Z20
+	VPXORD Z21, Z21, Z21
+	VPXORD Z22, Z22, Z22
+	VPXORD Z23, Z23, Z23
+	VPXORD Z24, Z24, Z24
+	VPXORD Z25, Z25, Z25
+	VPXORD Z26, Z26, Z26
+	VPXORD Z27, Z27, Z27
+q8_0x3x4avx512accs:
 	MOVL $0x80808080, DX
 	VMOVD DX, X11
 	VPBROADCASTD X11, Z11

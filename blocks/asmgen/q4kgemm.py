@@ -120,8 +120,12 @@ def sbbody(R,T):
 
 def kernel(R,T):
     name=f"q4_Kx{R}x{T}AVX512"
-    w(f"// func {name}(w []byte, ldw int, a []byte, lda int, nsb int, acc *[{R*T*16}]float32)")
-    w(f"TEXT ·{name}(SB), NOSPLIT, $0-80")
+    if R*T > 1:
+        w(f"// func {name}(w []byte, ldw int, a []byte, lda int, nsb int, acc *[{R*T*16}]float32, zero bool)")
+        w(f"TEXT ·{name}(SB), NOSPLIT, $0-81")
+    else:
+        w(f"// func {name}(w []byte, ldw int, a []byte, lda int, nsb int, acc *[{R*T*16}]float32)")
+        w(f"TEXT ·{name}(SB), NOSPLIT, $0-80")
     w("\tMOVQ w_base+0(FP), SI")
     w("\tMOVQ ldw+24(FP), DX")
     for r in range(1,R):
@@ -132,8 +136,19 @@ def kernel(R,T):
         w(f"\tLEAQ ({ins[t-1]})(DX*1), {ins[t]}")
     w("\tMOVQ nsb+64(FP), CX")
     w("\tMOVQ acc+72(FP), DX")
+    if R*T > 1:
+        # zero: start the accumulators at 0 instead of loading them.
+        w("\tMOVBLZX zero+80(FP), BX")
+        w("\tTESTQ BX, BX")
+        w(f"\tJNE {name.lower()}zero")
     for i in range(R*T):
         w(f"\tVMOVUPS {i*64}(DX), Z{16+i}")
+    if R*T > 1:
+        w(f"\tJMP {name.lower()}accs")
+        w(f"{name.lower()}zero:")
+        for i in range(R*T):
+            w(f"\tVPXORD Z{16+i}, Z{16+i}, Z{16+i}")
+        w(f"{name.lower()}accs:")
     w("\tMOVL $0x0f0f0f0f, DX")
     w("\tVMOVD DX, X11")
     w("\tVPBROADCASTD X11, Z11")

@@ -64,8 +64,12 @@ def pairs(R,T,tail):
             w(f"\tVFMADD231PS Z13, Z12, Z{16+r*T+t}")
 def kernel(R,T):
     name=f"q8_0x{R}x{T}AVX512"
-    w(f"// func {name}(w []byte, ldw int, a []byte, lda int, nb int, acc *[{R*T*16}]float32)")
-    w(f"TEXT ·{name}(SB), NOSPLIT, $0-80")
+    if R*T > 1:
+        w(f"// func {name}(w []byte, ldw int, a []byte, lda int, nb int, acc *[{R*T*16}]float32, zero bool)")
+        w(f"TEXT ·{name}(SB), NOSPLIT, $0-81")
+    else:
+        w(f"// func {name}(w []byte, ldw int, a []byte, lda int, nb int, acc *[{R*T*16}]float32)")
+        w(f"TEXT ·{name}(SB), NOSPLIT, $0-80")
     w("\tMOVQ w_base+0(FP), SI")
     w("\tMOVQ ldw+24(FP), DX")
     for r in range(1,R):
@@ -76,8 +80,19 @@ def kernel(R,T):
         w(f"\tLEAQ ({ins[t-1]})(DX*1), {ins[t]}")
     w("\tMOVQ nb+64(FP), CX")
     w("\tMOVQ acc+72(FP), DX")
+    if R*T > 1:
+        # zero: start the accumulators at 0 instead of loading them.
+        w("\tMOVBLZX zero+80(FP), BX")
+        w("\tTESTQ BX, BX")
+        w(f"\tJNE {name.lower()}zero")
     for i in range(R*T):
         w(f"\tVMOVUPS {i*64}(DX), Z{16+i}")
+    if R*T > 1:
+        w(f"\tJMP {name.lower()}accs")
+        w(f"{name.lower()}zero:")
+        for i in range(R*T):
+            w(f"\tVPXORD Z{16+i}, Z{16+i}, Z{16+i}")
+        w(f"{name.lower()}accs:")
     w("\tMOVL $0x80808080, DX")
     w("\tVMOVD DX, X11")
     w("\tVPBROADCASTD X11, Z11")
