@@ -54,3 +54,26 @@ func TestGemmTileMatchesDot(t *testing.T) {
 		}
 	}
 }
+
+// TestDotF16RowsMatchesDot requires dotF16Rows (decode's path for a tile of
+// f16 rows) to give every row's dotF16 bit for bit, for row lengths with
+// 8- and 1-element tails.
+func TestDotF16RowsMatchesDot(t *testing.T) {
+	rng := rand.New(rand.NewPCG(17, 18))
+	for _, cols := range []int{1, 7, 8, 33, 96, 2048, 2051} {
+		const rows = 5
+		w := make([]uint16, rows*cols)
+		x := make([]float32, cols)
+		for i := range w {
+			w[i] = f32ToF16(float32(rng.NormFloat64()))
+		}
+		for i := range x {
+			x[i] = float32(rng.NormFloat64())
+		}
+		out := make([]float32, rows)
+		dotF16Rows(w, cols, x, out)
+		for r := range rows {
+			require.Equal(t, math.Float32bits(dotF16(w[r*cols:(r+1)*cols], x)), math.Float32bits(out[r]), "cols %d row %d", cols, r)
+		}
+	}
+}

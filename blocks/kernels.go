@@ -24,6 +24,13 @@ var (
 	gemmF32x3x4 func(a []float32, lda int, x []float32, ldx int, blocks int, acc *[gemmAcc]float32)
 	// gemmF16x3x4 is gemmF32x3x4 for binary16 rows, summed as dotF16 sums.
 	gemmF16x3x4 func(w []uint16, ldw int, x []float32, ldx int, blocks int, acc *[gemmAcc]float32)
+	// dotF16Rows sets out[r] = dotF16(w[r*cols:(r+1)*cols], x) for
+	// r < len(out), bit for bit, in one call (decode's rows of a tile).
+	dotF16Rows = func(w []uint16, cols int, x []float32, out []float32) {
+		for r := range out {
+			out[r] = dotF16(w[r*cols:(r+1)*cols], x)
+		}
+	}
 	// cvtF16 and cvtBF16 widen src into dst[:len(src)], exactly.
 	cvtF16  = cvtF16Go
 	cvtBF16 = cvtBF16Go

@@ -17,6 +17,9 @@ func dotF32AVX2(a, x []float32) float32
 func dotF16AVX2(w []uint16, x []float32) float32
 
 //go:noescape
+func dotF16RowsAVX2(w []uint16, cols int, x []float32, out []float32)
+
+//go:noescape
 func dotBF16AVX2(w []uint16, x []float32) float32
 
 //go:noescape
@@ -72,6 +75,12 @@ func init() {
 	// past either slice.
 	dotF32 = func(a, x []float32) float32 { return dotF32AVX2(a, x[:len(a)]) }
 	dotF16 = func(w []uint16, x []float32) float32 { return dotF16AVX2(w, x[:len(w)]) }
+	dotF16Rows = func(w []uint16, cols int, x []float32, out []float32) {
+		// Bound the reads: len(out) rows of cols weights, cols inputs.
+		_ = w[len(out)*cols-1]
+		_ = x[cols-1]
+		dotF16RowsAVX2(w, cols, x, out)
+	}
 	dotBF16 = func(w []uint16, x []float32) float32 { return dotBF16AVX2(w, x[:len(w)]) }
 	dotF32x2 = func(a, x0, x1 []float32) (float32, float32) {
 		return dotF32x2AVX2(a, x0[:len(a)], x1[:len(a)])

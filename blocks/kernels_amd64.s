@@ -640,3 +640,73 @@ r34loop:
 	JNZ  r34loop
 	VZEROUPPER
 	RET
+
+// func dotF16RowsAVX2(w []uint16, cols int, x []float32, out []float32)
+// out[r] = dotF16AVX2(w[r*cols:(r+1)*cols], x) for r < len(out): the same
+// instructions row after row (one stream of weights, no call per row).
+TEXT ·dotF16RowsAVX2(SB), NOSPLIT, $0-80
+	MOVQ w_base+0(FP), SI
+	MOVQ out_base+56(FP), R8
+	MOVQ out_len+64(FP), R9
+	TESTQ R9, R9
+	JEQ   f16rdone
+
+f16rrow:
+	MOVQ cols+24(FP), CX
+	MOVQ x_base+32(FP), DI
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+
+f16rloop32:
+	CMPQ CX, $32
+	JLT  f16rloop8
+	PREFETCHT0 4096(SI)
+	VCVTPH2PS (SI), Y4
+	VCVTPH2PS 16(SI), Y5
+	VCVTPH2PS 32(SI), Y6
+	VCVTPH2PS 48(SI), Y7
+	VFMADD231PS (DI), Y4, Y0
+	VFMADD231PS 32(DI), Y5, Y1
+	VFMADD231PS 64(DI), Y6, Y2
+	VFMADD231PS 96(DI), Y7, Y3
+	ADDQ $64, SI
+	ADDQ $128, DI
+	SUBQ $32, CX
+	JMP  f16rloop32
+
+f16rloop8:
+	CMPQ CX, $8
+	JLT  f16rreduce
+	VCVTPH2PS (SI), Y4
+	VFMADD231PS (DI), Y4, Y0
+	ADDQ $16, SI
+	ADDQ $32, DI
+	SUBQ $8, CX
+	JMP  f16rloop8
+
+f16rreduce:
+	REDUCE
+
+f16rtail:
+	TESTQ CX, CX
+	JEQ   f16rstore
+	MOVWLZX (SI), AX
+	VMOVD   AX, X4
+	VCVTPH2PS X4, X4
+	VFMADD231SS (DI), X4, X0
+	ADDQ $2, SI
+	ADDQ $4, DI
+	DECQ CX
+	JMP  f16rtail
+
+f16rstore:
+	MOVSS X0, (R8)
+	ADDQ $4, R8
+	DECQ R9
+	JNZ  f16rrow
+
+f16rdone:
+	VZEROUPPER
+	RET

@@ -178,6 +178,10 @@ func (m *matrix) mulRows(out []float32, in *inputs, n, r0, r1 int) {
 		m.mulRowsQ8(out, in.q8, n, r0, r1, k)
 		return
 	}
+	if n == 1 && m.dtype == swarm.DTypeF16 && len(x) >= cols && r1 > r0 {
+		dotF16Rows(m.u16[r0*cols:r1*cols], cols, x[:cols], out[r0:r1])
+		return
+	}
 	if n == 1 || m.q != nil {
 		for a := r0; a < r1; a += prefillTile {
 			b := min(a+prefillTile, r1)
