@@ -8,17 +8,23 @@ TIMEOUT ?= 25m
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS ?= -X github.com/swarmllm/swarm/swarm.Version=$(VERSION)
 
-.PHONY: all build test vet fmt-check cross release oracles demo bench fuzz tidy clean
+.PHONY: all build test vet fmt-check cross purego release oracles demo bench fuzz tidy clean
 
 all: build
 
 build:
 	CGO_ENABLED=0 $(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/swarm
 
-# The tests: formatting, vet, the other platforms build, the llama.cpp
-# oracle's every row, then every package with the race detector.
-test: fmt-check vet cross oracles
+# The tests: formatting, vet, the other platforms build, the engine with
+# its portable kernels, the llama.cpp oracle's every row, then every
+# package with the race detector.
+test: fmt-check vet cross purego oracles
 	$(GO) test -race -timeout $(TIMEOUT) $(PKGS)
+
+# The engine's portable kernels (-tags purego: no assembly) pass the same
+# tests; the other packages only call into blocks.
+purego:
+	$(GO) test -tags purego -timeout $(TIMEOUT) ./blocks/...
 
 # Windows and macOS must build (what they lack, e.g. process groups for a
 # supervised engine, degrades or refuses clearly at run time).

@@ -70,7 +70,10 @@ func (l *layer) bytes() int64 {
 
 // scratch is a session's working memory for a Forward call of n tokens.
 type scratch struct {
-	n        int
+	n int
+	// shape is the model shape the slices were sized for: the pools that
+	// recycle scratches are shared by every engine in the process.
+	shape    scratchShape
 	xb, xb2  []float32 // [n, DModel]
 	q, att   []float32 // [n, NHeads*HeadDim]
 	k, v     []float32 // [n, NKVHeads*HeadDim]
@@ -81,12 +84,20 @@ type scratch struct {
 	cosL, sinL []float32
 }
 
+// scratchShape is what a scratch's sizes depend on besides its rows.
+type scratchShape struct{ dModel, nHeads, nKVHeads, headDim, ffnDim int }
+
+// grow makes s hold at least n rows of a model shaped as info. A scratch
+// last sized for another shape (another engine's, through a shared pool)
+// is sized anew even when it has rows enough.
 func (s *scratch) grow(info swarm.ModelInfo, n int) {
-	if n <= s.n {
+	shape := scratchShape{info.DModel, info.NHeads, info.NKVHeads, info.HeadDim, info.FFNDim}
+	if n <= s.n && shape == s.shape {
 		return
 	}
 	qDim, kvDim := info.NHeads*info.HeadDim, info.NKVHeads*info.HeadDim
-	s.n = n
+	s.n, s.shape = max(n, s.n*btoi(shape == s.shape)), shape
+	n = s.n
 	s.xb = make([]float32, n*info.DModel)
 	s.xb2 = make([]float32, n*info.DModel)
 	s.q = make([]float32, n*qDim)
@@ -99,6 +110,14 @@ func (s *scratch) grow(info swarm.ModelInfo, n int) {
 	s.sin = make([]float32, n*info.HeadDim/2)
 	s.cosL = make([]float32, n*info.HeadDim/2)
 	s.sinL = make([]float32, n*info.HeadDim/2)
+}
+
+// btoi is 1 for true, 0 for false.
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // seg is one session's run of rows in a batch: n tokens at positions
