@@ -254,13 +254,14 @@ type inputs struct {
 // matrices ms. For 4 or more inputs of a power-of-two-ish width (cols a
 // multiple of 256) x is copied with rows cols+16 floats apart, so the 4
 // inputs a GEMM kernel reads at once do not all map to the same L1 cache
-// sets (4 KiB aliasing). When one of ms is Q8_0 or Q4_K, the inputs are also
+// sets (4 KiB aliasing). When one of ms is Q8_0, Q4_K or Q6_K and the CPU
+// has the VNNI kernels (eightBitActivations), the inputs are also
 // quantized to 8 bits, once for all rows. release returns the copies to
 // their pools once the products are done.
 func prepareInputs(ms []*matrix, x []float32, n, cols int) *inputs {
 	in := &inputs{x: x, ldx: cols, release: func() {}}
 	for _, m := range ms {
-		if q8Dtypes[m.dtype] != nil && cols%q8BlockSize == 0 {
+		if eightBitActivations && q8Dtypes[m.dtype] != nil && cols%q8BlockSize == 0 {
 			in.q8 = quantizeActs(x, cols, n, cols)
 			in.release = in.q8.release
 			break

@@ -49,6 +49,13 @@ func reduceQ8x12(acc *[3 * 4 * q8Lanes]float32, out *[12]float32) {
 // and VNNI (VPDPBUSD on 512-bit registers).
 var vnniKernels = avx512Kernels && cpu.X86.HasAVX512BW && cpu.X86.HasAVX512VNNI
 
+// eightBitActivations reports whether Q8_0, Q4_K and Q6_K products take
+// 8-bit activations (prepareInputs): only with the VNNI kernels. Without
+// them the portable twins would be slower than the AVX2 kernels on
+// float32 activations, which those CPUs keep using (with results that
+// differ from the 8-bit ones by the activations' rounding).
+var eightBitActivations = vnniKernels
+
 // q8Tiles reports whether mulRowsQ8 should group rows and inputs in 3x4
 // tiles: only the assembly tile is faster than one output at a time.
 var q8Tiles = vnniKernels

@@ -2,6 +2,11 @@
 
 package blocks
 
+// eightBitActivations is false: without assembly the products keep float32
+// activations (the portable twins of the 8-bit kernels are tested, not
+// used).
+const eightBitActivations = false
+
 // q8Tiles is false: without assembly, mulRowsQ8 computes one output at
 // a time.
 const q8Tiles = false
