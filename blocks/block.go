@@ -96,8 +96,7 @@ func (s *scratch) grow(info swarm.ModelInfo, n int) {
 		return
 	}
 	qDim, kvDim := info.NHeads*info.HeadDim, info.NKVHeads*info.HeadDim
-	s.n, s.shape = max(n, s.n*btoi(shape == s.shape)), shape
-	n = s.n
+	s.n, s.shape = n, shape
 	s.xb = make([]float32, n*info.DModel)
 	s.xb2 = make([]float32, n*info.DModel)
 	s.q = make([]float32, n*qDim)
@@ -110,14 +109,6 @@ func (s *scratch) grow(info swarm.ModelInfo, n int) {
 	s.sin = make([]float32, n*info.HeadDim/2)
 	s.cosL = make([]float32, n*info.HeadDim/2)
 	s.sinL = make([]float32, n*info.HeadDim/2)
-}
-
-// btoi is 1 for true, 0 for false.
-func btoi(b bool) int {
-	if b {
-		return 1
-	}
-	return 0
 }
 
 // seg is one session's run of rows in a batch: n tokens at positions
