@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"os"
 	"os/exec"
 	"strconv"
 	"strings"
@@ -169,6 +170,10 @@ func TestProcessHungServer(t *testing.T) {
 	text := generate(t, sess, 200, func(tok client.Token) {
 		if tok.Index == 30 {
 			require.NoError(t, b.cmd.Process.Signal(syscall.SIGSTOP))
+			// The signal is delivered asynchronously: on another core B
+			// could still answer the next step, and then 32 steps would be
+			// replayed instead of 31. Wait until B is stopped.
+			waitStopped(t, b.cmd.Process.Pid)
 		}
 	})
 	require.Equal(t, referenceText(t), text)
@@ -177,6 +182,25 @@ func TestProcessHungServer(t *testing.T) {
 	require.Contains(t, st.Replaced[0].Failure, "step timed out")
 	require.Equal(t, c.url, st.Hops[1].Server)
 	require.Equal(t, 31, st.Hops[1].Replayed)
+}
+
+// waitStopped returns once process pid is in the stopped state ('T' in
+// /proc/PID/stat). Where there is no /proc (macOS) it returns at once.
+func waitStopped(t *testing.T, pid int) {
+	t.Helper()
+	path := "/proc/" + strconv.Itoa(pid) + "/stat"
+	if _, err := os.Stat(path); err != nil {
+		return
+	}
+	require.Eventually(t, func() bool {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return false
+		}
+		// The state is the field after the parenthesized command name.
+		i := bytes.LastIndexByte(b, ')')
+		return i >= 0 && i+2 < len(b) && b[i+2] == 'T'
+	}, 5*time.Second, time.Millisecond, "process %d did not stop", pid)
 }
 
 // TestProcessGracefulShutdown: SIGTERM with an open session. With a long
