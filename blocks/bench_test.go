@@ -117,13 +117,13 @@ func BenchmarkDecodeBlock7B(b *testing.B) {
 }
 
 // BenchmarkPrefillBlock7B times a prefill of n tokens through one
-// 7B-shaped f16 or q8_0 block (the matrix-matrix path); ns/op is per n
+// 7B-shaped block (the matrix-matrix path); ns/op is per n
 // tokens.
 func BenchmarkPrefillBlock7B(b *testing.B) {
 	for _, c := range []struct {
 		dt swarm.DType
 		n  int
-	}{{swarm.DTypeF16, 1}, {swarm.DTypeF16, 16}, {swarm.DTypeF16, 64}, {swarm.DTypeQ8_0, 64}} {
+	}{{swarm.DTypeF16, 1}, {swarm.DTypeF16, 16}, {swarm.DTypeF16, 64}, {swarm.DTypeQ8_0, 64}, {swarm.DTypeQ4_K, 64}, {swarm.DTypeQ6_K, 64}} {
 		n := c.n
 		b.Run(fmt.Sprintf("%s/tokens=%d", c.dt, n), func(b *testing.B) {
 			e := benchEngine(b, llama7B, c.dt)

@@ -165,64 +165,74 @@ func q8KernelsMatchGo(t *testing.T, rng *rand.Rand, cols int) {
 func abs32(v float32) float32 { return float32(math.Abs(float64(v))) }
 
 // TestKQuantKernelsMatchGo requires the VNNI Q4_K and Q6_K kernels'
-// accumulators to equal the portable ones' (to fma32's double rounding,
-// and exactly for nearly all), the 1x1 kernel's to equal the 3x4 tile's
-// bit for bit, and the rows kernel's results to equal reduceLanes of the
-// 1x1 kernel's.
+// accumulators, for every tile width T = 1..12, to equal the portable
+// ones' (to fma32's double rounding, and exactly for nearly all), the
+// same output's accumulators to be bit-identical whatever T, and the rows
+// kernel's results to equal reduceLanes of the tile's bit for bit.
 func TestKQuantKernelsMatchGo(t *testing.T) {
 	if !vnniKernels {
-		t.Skip("this CPU has no AVX-512 VNNI: the portable K-quant x Q8 kernels are the ones in use")
+		t.Skip("this CPU has no AVX-512 VNNI: the portable K-quant x Q8_K kernels are the ones in use")
 	}
 	type kernels struct {
-		tile  func(w []byte, ldw int, a []byte, lda int, nsb int, acc *[3 * 4 * q8Lanes]float32, zero bool)
-		one   func(w []byte, ldw int, a []byte, lda int, nsb int, acc *[q8Lanes]float32)
+		tiles [kTileInputs + 1]func(w []byte, a []byte, lda int, nsb int, acc *[3 * 4 * q8Lanes]float32, zero bool, out []float32, ldo int)
 		rows  func(w []byte, ldw int, a []byte, units int, nrows int, out []float32)
 		lanes func(w, a []byte, nsb int, acc *[q8Lanes]float32)
 	}
 	for dt, k := range map[swarm.DType]kernels{
-		swarm.DTypeQ4_K: {q4_Kx3x4AVX512, q4_Kx1x1AVX512, q4_KRowsAVX512, q4_KLanes},
-		swarm.DTypeQ6_K: {q6_Kx3x4AVX512, q6_Kx1x1AVX512, q6_KRowsAVX512, q6_KLanes},
+		swarm.DTypeQ4_K: {q4_KTilesAVX512, q4_KRowsAVX512, q4_KLanes},
+		swarm.DTypeQ6_K: {q6_KTilesAVX512, q6_KRowsAVX512, q6_KLanes},
 	} {
 		rng := rand.New(rand.NewPCG(15, 16))
 		for _, cols := range []int{256, 1024} {
 			m := randomMatrix(rng, 3, cols, dt)
-			x := make([]float32, 4*cols)
+			x := make([]float32, kTileInputs*cols)
 			for i := range x {
 				x[i] = float32(rng.NormFloat64())
 			}
-			a := quantizeActs(x, cols, 4, cols)
+			a := quantizeActsK(x, cols, kTileInputs, cols)
 			rb, nsb := m.rowBytes(), cols/256
-			var tile [3 * 4 * q8Lanes]float32
-			for i := range tile {
-				tile[i] = 1e9 // zero must ignore what acc held
-			}
-			k.tile(m.q, rb, a.buf, a.stride, nsb, &tile, true)
-			var one [q8Lanes]float32
-			k.one(m.q[2*rb:], 0, a.row(1), 0, nsb, &one)
 			rows := make([]float32, 3)
 			k.rows(m.q, rb, a.row(1), nsb, 3, rows)
-			same := 0
+			same, all := 0, 0
 			for r := range 3 {
-				for tt := range 4 {
+				var first [3 * 4 * q8Lanes]float32 // T = 12
+				k.tiles[kTileInputs](m.q[r*rb:], a.buf, a.stride, nsb, &first, true, nil, 0)
+				// With out: the reduced outputs at out[t*3], acc left alone.
+				out := make([]float32, 3*kTileInputs)
+				var scratch [3 * 4 * q8Lanes]float32
+				k.tiles[kTileInputs](m.q[r*rb:], a.buf, a.stride, nsb, &scratch, true, out, 3)
+				require.Equal(t, [3 * 4 * q8Lanes]float32{}, scratch, "acc is not stored when out is given")
+				for tt := range kTileInputs {
+					require.Equal(t, math.Float32bits(reduceLanes((*[q8Lanes]float32)(first[tt*q8Lanes:]))), math.Float32bits(out[3*tt]), "%s: cols %d row %d: out of input %d", dt, cols, r, tt)
+				}
+				for tt := range kTileInputs {
 					var want [q8Lanes]float32
 					k.lanes(m.q[r*rb:(r+1)*rb], a.row(tt), nsb, &want)
 					for j := range q8Lanes {
-						got := tile[(r*4+tt)*q8Lanes+j]
+						got := first[tt*q8Lanes+j]
 						require.InDelta(t, want[j], got, 1e-5*float64(abs32(want[j])+1), "%s: cols %d row %d input %d lane %d", dt, cols, r, tt, j)
 						if got == want[j] {
 							same++
 						}
-						if r == 2 && tt == 1 {
-							require.Equal(t, math.Float32bits(got), math.Float32bits(one[j]), "%s: cols %d: 1x1 kernel, lane %d", dt, cols, j)
-						}
+						all++
 					}
-					if tt == 1 {
-						got := (*[q8Lanes]float32)(tile[(r*4+tt)*q8Lanes:])
-						require.Equal(t, math.Float32bits(reduceLanes(got)), math.Float32bits(rows[r]), "%s: cols %d: rows kernel, row %d", dt, cols, r)
+				}
+				require.Equal(t, math.Float32bits(reduceLanes((*[q8Lanes]float32)(first[q8Lanes:]))), math.Float32bits(rows[r]), "%s: cols %d: rows kernel, row %d", dt, cols, r)
+				for T := 1; T < kTileInputs; T++ {
+					var tile [3 * 4 * q8Lanes]float32
+					for i := range tile {
+						tile[i] = 1e9 // zero must ignore what acc held
+					}
+					k.tiles[T](m.q[r*rb:], a.buf[(kTileInputs-T)*a.stride:], a.stride, nsb, &tile, true, nil, 0)
+					for tt := range T {
+						for j := range q8Lanes {
+							require.Equal(t, math.Float32bits(first[(kTileInputs-T+tt)*q8Lanes+j]), math.Float32bits(tile[tt*q8Lanes+j]),
+								"%s: cols %d row %d: T=%d input %d lane %d", dt, cols, r, T, tt, j)
+						}
 					}
 				}
 			}
-			require.GreaterOrEqual(t, same, 3*4*q8Lanes*9/10, "%s", dt)
+			require.GreaterOrEqual(t, same, all*9/10, "%s", dt)
 			a.release()
 		}
 	}

@@ -174,8 +174,8 @@ const prefillTile = 12
 // path.
 func (m *matrix) mulRows(out []float32, in *inputs, n, r0, r1 int) {
 	x, ldx, cols := in.x, in.ldx, m.cols
-	if k := q8Dtypes[m.dtype]; k != nil && in.q8 != nil {
-		m.mulRowsQ8(out, in.q8, n, r0, r1, k)
+	if k := q8Dtypes[m.dtype]; k != nil && in.q8[k.acts] != nil {
+		m.mulRowsQ8(out, in.q8[k.acts], n, r0, r1, k)
 		return
 	}
 	if n == 1 && m.dtype == swarm.DTypeF16 && len(x) >= cols && r1 > r0 {
@@ -241,12 +241,12 @@ func (m *matrix) mulRows(out []float32, in *inputs, n, r0, r1 int) {
 var paddedInputs = sync.Pool{New: func() any { return new([]float32) }}
 
 // inputs is the n inputs of a matrix product laid out for mulRows: x with
-// rows ldx floats apart, and (when a matrix of the product is Q8_0) the
-// same rows quantized to 8 bits.
+// rows ldx floats apart, and (when a matrix of the product is Q8_0, Q4_K
+// or Q6_K) the same rows quantized to 8 bits in the layouts they take.
 type inputs struct {
 	x       []float32
 	ldx     int
-	q8      *q8Acts
+	q8      [numActKinds]*q8Acts // by layout, those the matrices need
 	release func()
 }
 
@@ -256,15 +256,24 @@ type inputs struct {
 // inputs a GEMM kernel reads at once do not all map to the same L1 cache
 // sets (4 KiB aliasing). When one of ms is Q8_0, Q4_K or Q6_K and the CPU
 // has the VNNI kernels (eightBitActivations), the inputs are also
-// quantized to 8 bits, once for all rows. release returns the copies to
+// quantized to 8 bits, once for all rows and once per layout (blocks of
+// 32 for Q8_0, Q8_K blocks of 256 for the K-quants). release returns the copies to
 // their pools once the products are done.
 func prepareInputs(ms []*matrix, x []float32, n, cols int) *inputs {
 	in := &inputs{x: x, ldx: cols, release: func() {}}
 	for _, m := range ms {
-		if eightBitActivations && q8Dtypes[m.dtype] != nil && cols%q8BlockSize == 0 {
-			in.q8 = quantizeActs(x, cols, n, cols)
-			in.release = in.q8.release
-			break
+		k := q8Dtypes[m.dtype]
+		if eightBitActivations && k != nil && in.q8[k.acts] == nil && k.acts.fits(cols) {
+			in.q8[k.acts] = k.acts.quantize(x, cols, n, cols)
+		}
+	}
+	if in.q8 != [numActKinds]*q8Acts{} {
+		in.release = func() {
+			for _, a := range in.q8 {
+				if a != nil {
+					a.release()
+				}
+			}
 		}
 	}
 	if n < gemmInputs || cols%256 != 0 {

@@ -2,89 +2,98 @@ package blocks
 
 import (
 	"encoding/binary"
-	"math"
 )
 
-// Q4_K weights times 8-bit activations (q8act.go). A block_q4_K of 256
-// weights (144 bytes: d, dmin f16; 12 bytes of 6-bit scales sc_s and
-// minimums m_s for its 8 groups of 32; 128 bytes of 4-bit q) holds
-// w = d*sc_s*q - dmin*m_s for group s (ggml-common.h block_q4_K,
-// ggml-quants.c dequantize_row_q4_K). Group s is activation block b of
-// the row, so with the activations' q_i and d_b
+// Q4_K weights times Q8_K activations (q8k.go), as llama.cpp's
+// ggml_vec_dot_q4_K_q8_K computes them. A block_q4_K of 256 weights (144
+// bytes: d, dmin f16; 12 bytes of 6-bit scales sc_s and minimums m_s for
+// its 8 groups of 32; 128 bytes of 4-bit q) holds w = d*sc_s*q - dmin*m_s
+// for group s (ggml-common.h block_q4_K, ggml-quants.c
+// dequantize_row_q4_K). With the activations' q_i, group sums B_s and d_x
 //
-//	sum_i w_i x_i ~ d_b * (d*sc_s * sum_i q4_i q_i - dmin*m_s * sum_i q_i).
+//	sum_i w_i x_i ~ d_x * (d * sum_s sc_s sum_{i in s} q4_i q_i - dmin * sum_s m_s B_s).
 //
-// Group pairs (2c, 2c+1) are chunk c of the block's q (low and high
-// nibbles of the same 32 bytes) and block pair 4S+c of the activations.
-// Per pair, with lanes as in q8Lanes (lane j of a group sums 4 products
-// of unsigned nibbles and signed q, exact in int32), every kernel does
+// Chunk c of the block (64 weights) is the low nibbles of qs[32c:32c+32]
+// (group 2c) then their high nibbles (group 2c+1), against activations
+// q[64c:64c+64]. Lane j < 16 (bytes 4j..4j+3 of a chunk; lanes 0-7 group
+// 2c, 8-15 group 2c+1) sums, exact in int32,
 //
-//	p         = float32(L_hj) * ((d*sc_h) * d_b)
-//	acc[8h+j] = acc[8h+j] + fma(Qdx_hj, -(dmin*m_h), p)
+//	I_j = sum_c sc_{2c+j/8} * sum_{k<4} q4_{64c+4j+k} q_{64c+4j+k}
+//	M_j = m_j * (bsums_2j + bsums_2j+1)   (j < 8; 0 for j >= 8)
 //
-// where h is the group within the pair, Qdx the activations' lane sums
-// times d_b (bytes 192..255 of a pair) and the products d*sc, dmin*m are
-// float32 (one add per pair on each accumulator's dependency chain, which
-// is what bounds a single row's kernel). The sum is reduceLanes of the 16
-// accumulators.
+// (VPMADDUBSW, then VPDPWSSD with the scales, and VPMADDWD for M), and
+// per block every kernel does, in float32,
+//
+//	f      = float32(I_j) * d
+//	f      = fma(float32(M_j), -dmin, f)
+//	acc[j] = fma(f, d_x, acc[j])
+//
+// The sum is reduceLanes of the 16 accumulators.
 
 // q4KBlockBytes is the bytes of one block_q4_K of 256 weights.
 const q4KBlockBytes = 144
 
-// q4KScales returns d*sc_s and -(dmin*m_s) for the 8 groups of block_q4_K
-// blk, as float32 (kScaleMin's unpacking).
-func q4KScales(blk []byte) (dsc, negm [8]float32) {
-	t := f16Table()
-	d, dmin := t[binary.LittleEndian.Uint16(blk)], t[binary.LittleEndian.Uint16(blk[2:])]
-	for s := range 8 {
-		sc, m := kScaleMin(blk[4:16], s)
-		dsc[s], negm[s] = d*sc, -(dmin * m)
-	}
-	return dsc, negm
-}
-
-// q4_KLanes adds to acc the accumulators of Q4_K row w times the quantized
+// q4_KLanes adds to acc the accumulators of Q4_K row w times the Q8_K
 // input a over nsb blocks of 256: the portable kernel.
 func q4_KLanes(w, a []byte, nsb int, acc *[q8Lanes]float32) {
+	t := f16Table()
 	for S := range nsb {
 		blk := w[S*q4KBlockBytes : (S+1)*q4KBlockBytes : (S+1)*q4KBlockBytes]
-		dsc, negm := q4KScales(blk)
+		q, bsums, dx := q8KBlock(a[S*q8KBlockBytes : (S+1)*q8KBlockBytes])
+		d, dmin := t[binary.LittleEndian.Uint16(blk)], t[binary.LittleEndian.Uint16(blk[2:])]
+		var sc, m [8]int32
+		for s := range 8 {
+			fs, fm := kScaleMin(blk[4:16], s)
+			sc[s], m[s] = int32(fs), int32(fm)
+		}
+		var isum, imin [q8Lanes]int32
 		for c := range 4 {
 			qs := blk[16+32*c : 16+32*c+32 : 16+32*c+32]
-			pair := a[(4*S+c)*q8ActPairBytes : (4*S+c+1)*q8ActPairBytes : (4*S+c+1)*q8ActPairBytes]
-			for h := range 2 {
-				db := math.Float32frombits(binary.LittleEndian.Uint32(pair[128+32*h:]))
-				s1, s2 := dsc[2*c+h]*db, negm[2*c+h]
-				for j := range 8 {
-					var l int32
-					for k := range 4 {
-						nib := int32(qs[4*j+k]>>(4*h)) & 15
-						l += nib * int32(int8(pair[32*h+4*j+k]))
-					}
-					qdx := math.Float32frombits(binary.LittleEndian.Uint32(pair[192+32*h+4*j:]))
-					p := float32(float32(l) * s1)
-					acc[8*h+j] += fma32(qdx, s2, p)
+			for j := range q8Lanes {
+				h := j / 8
+				var l int32
+				for k := range 4 {
+					b := 4*(j%8) + k
+					l += int32(qs[b]>>(4*h)&15) * int32(int8(q[64*c+4*j+k]))
 				}
+				isum[j] += sc[2*c+h] * l
 			}
+		}
+		for j := range 8 {
+			imin[j] = m[j] * (bsums[2*j] + bsums[2*j+1])
+		}
+		for j := range q8Lanes {
+			f := float32(isum[j]) * d
+			f = fma32(float32(imin[j]), -dmin, f)
+			acc[j] = fma32(f, dx, acc[j])
 		}
 	}
 }
 
-// dotQ4_KQ8 is the dot product of Q4_K row w with the quantized input a
-// (nsb blocks of 256): the result every path gives for this row and input.
-func dotQ4_KQ8(w, a []byte, nsb int) float32 {
+// dotQ4_KQ8K is the dot product of Q4_K row w with the Q8_K input a (nsb
+// blocks of 256): the result every path gives for this row and input.
+func dotQ4_KQ8K(w, a []byte, nsb int) float32 {
+	var out [1]float32
+	q4_KRows(w, 0, a, nsb, out[:])
+	return out[0]
+}
+
+// q4_KDotGo is the portable dotQ4_KQ8K.
+func q4_KDotGo(w, a []byte, nsb int) float32 {
 	var acc [q8Lanes]float32
-	q4_KRow(w, a, nsb, &acc)
+	q4_KLanes(w, a, nsb, &acc)
 	return reduceLanes(&acc)
 }
 
-// q4_KTile3x4Go is the portable q4_KTile3x4: q4_KLanes per output.
-func q4_KTile3x4Go(w []byte, ldw int, a []byte, lda, nsb int, acc *[3 * 4 * q8Lanes]float32, zero bool) {
+// q4_KTileGo is the portable q4_KTile: q4_KLanes per output.
+func q4_KTileGo(w []byte, a []byte, lda, nsb, T int, acc *[3 * 4 * q8Lanes]float32, zero bool, out []float32, ldo int) {
 	if zero {
 		clear(acc[:])
 	}
-	for i := range 12 {
-		r, t := i/4, i%4
-		q4_KLanes(w[r*ldw:], a[t*lda:], nsb, (*[q8Lanes]float32)(acc[i*q8Lanes:]))
+	for t := range T {
+		q4_KLanes(w, a[t*lda:], nsb, (*[q8Lanes]float32)(acc[t*q8Lanes:]))
+		if len(out) > 0 {
+			out[t*ldo] = reduceLanes((*[q8Lanes]float32)(acc[t*q8Lanes:]))
+		}
 	}
 }

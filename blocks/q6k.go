@@ -2,83 +2,95 @@ package blocks
 
 import (
 	"encoding/binary"
-	"math"
 )
 
-// Q6_K weights times 8-bit activations (q8act.go). A block_q6_K of 256
-// weights (210 bytes: ql [128] low 4 bits, qh [64] high 2 bits, 16 int8
-// scales, d f16) holds w = d*sc*(u - 32) with u the 6-bit value and sc the
-// scale of each 16 weights (ggml-common.h block_q6_K, ggml-quants.c
-// dequantize_row_q6_K). Half n (128 weights) has groups of 32: group 0 the
-// low nibbles of ql[64n:64n+32] with bits 0-1 of qh[32n:32n+32], group 1
-// the low nibbles of ql[64n+32:64n+64] with bits 2-3, groups 2 and 3 the
-// high nibbles with bits 4-5 and 6-7. Group 4n+g is activation block
-// 8S+4n+g, so activation pair 4S+p holds groups (2p, 2p+1) of the block,
-// whose 16 lanes take scales sc[4p .. 4p+3], four lanes each.
+// Q6_K weights times Q8_K activations (q8k.go), as llama.cpp's
+// ggml_vec_dot_q6_K_q8_K computes them. A block_q6_K of 256 weights (210
+// bytes: ql [128] low 4 bits, qh [64] high 2 bits, 16 int8 scales, d f16)
+// holds w = d*sc_g*(u - 32) with u the 6-bit value and sc_g the scale of
+// weights 16g..16g+15 (ggml-common.h block_q6_K, ggml-quants.c
+// dequantize_row_q6_K). Chunk c of the block (64 weights, half n = c/2,
+// part p = c%2) has, for k < 64,
 //
-// Per pair, with lanes as in q8Lanes, every kernel does
+//	u_{64c+k} = (ql[64n+k] >> 4p) & 15  |  ((qh[32n + k%32] >> (4p + 2(k/32))) & 3) << 4
 //
-//	L_j       = sum_{k<4} (u_{4j+k} - 32) * q_{4j+k}      (exact, int32)
-//	acc[j]    = fma(float32(L_j), (d*sc_j) * d_b, acc[j])
+// against activations q[64c:64c+64]. Lane j < 16 (bytes 4j..4j+3 of a
+// chunk) sums, exact in int32,
 //
-// (u - 32 is computed as u times q, VPDPBUSD, from lane j starting at the
-// activations' c_j / 4 = -32 * sum q). The sum is reduceLanes.
+//	I_j = -32 * (sc_2j bsums_2j + sc_2j+1 bsums_2j+1)   (j < 8; 0 for j >= 8)
+//	    + sum_c sc_{4c+j/4} * sum_{k<4} u_{64c+4j+k} q_{64c+4j+k}
+//
+// (the -32 of every weight taken out through the activations' group sums,
+// VPMADDWD; then VPMADDUBSW and VPDPWSSD with the scales), and per block
+// every kernel does, in float32,
+//
+//	acc[j] = fma(float32(I_j) * d, d_x, acc[j])
+//
+// The sum is reduceLanes of the 16 accumulators.
 
 // q6KBlockBytes is the bytes of one block_q6_K of 256 weights.
 const q6KBlockBytes = 210
 
-// q6_KLanes adds to acc the accumulators of Q6_K row w times the quantized
+// q6KWeight returns u of weight 64c+k of block_q6_K blk (see above).
+func q6KWeight(blk []byte, c, k int) int32 {
+	n, p := c/2, c%2
+	lo := blk[64*n+k] >> (4 * p) & 15
+	hi := blk[128+32*n+k%32] >> (4*p + 2*(k/32)) & 3
+	return int32(lo | hi<<4)
+}
+
+// q6_KLanes adds to acc the accumulators of Q6_K row w times the Q8_K
 // input a over nsb blocks of 256: the portable kernel.
 func q6_KLanes(w, a []byte, nsb int, acc *[q8Lanes]float32) {
 	t := f16Table()
 	for S := range nsb {
 		blk := w[S*q6KBlockBytes : (S+1)*q6KBlockBytes : (S+1)*q6KBlockBytes]
+		q, bsums, dx := q8KBlock(a[S*q8KBlockBytes : (S+1)*q8KBlockBytes])
 		d := t[binary.LittleEndian.Uint16(blk[208:])]
-		for p := range 4 {
-			n, hb := p/2, p%2 // half, and which pair of its groups
-			ql, qh := blk[64*n:64*n+64], blk[128+32*n:128+32*n+32]
-			pair := a[(4*S+p)*q8ActPairBytes : (4*S+p+1)*q8ActPairBytes : (4*S+p+1)*q8ActPairBytes]
-			for lane := range q8Lanes {
-				g := lane / 8 // group within the pair: 2*hb + g of the half
-				dsc := d * float32(int8(blk[192+4*p+lane/4]))
-				db := math.Float32frombits(binary.LittleEndian.Uint32(pair[128+4*lane:]))
+		sc := func(g int) int32 { return int32(int8(blk[192+g])) }
+		var isum [q8Lanes]int32
+		for j := range 8 {
+			isum[j] = -32 * (sc(2*j)*bsums[2*j] + sc(2*j+1)*bsums[2*j+1])
+		}
+		for c := range 4 {
+			for j := range q8Lanes {
 				var l int32
 				for k := range 4 {
-					e := 4*(lane%8) + k // element of the group, 0..31
-					var u byte
-					switch 2*hb + g {
-					case 0:
-						u = ql[e]&15 | (qh[e]&3)<<4
-					case 1:
-						u = ql[32+e]&15 | (qh[e]>>2&3)<<4
-					case 2:
-						u = ql[e]>>4 | (qh[e]>>4&3)<<4
-					default:
-						u = ql[32+e]>>4 | (qh[e]>>6&3)<<4
-					}
-					l += (int32(u) - 32) * int32(int8(pair[32*g+4*(lane%8)+k]))
+					l += q6KWeight(blk, c, 4*j+k) * int32(int8(q[64*c+4*j+k]))
 				}
-				acc[lane] = fma32(float32(l), dsc*db, acc[lane])
+				isum[j] += sc(4*c+j/4) * l
 			}
+		}
+		for j := range q8Lanes {
+			acc[j] = fma32(float32(isum[j])*d, dx, acc[j])
 		}
 	}
 }
 
-// dotQ6_KQ8 is the dot product of Q6_K row w with the quantized input a
-// (nsb blocks of 256): the result every path gives for this row and input.
-func dotQ6_KQ8(w, a []byte, nsb int) float32 {
+// dotQ6_KQ8K is the dot product of Q6_K row w with the Q8_K input a (nsb
+// blocks of 256): the result every path gives for this row and input.
+func dotQ6_KQ8K(w, a []byte, nsb int) float32 {
+	var out [1]float32
+	q6_KRows(w, 0, a, nsb, out[:])
+	return out[0]
+}
+
+// q6_KDotGo is the portable dotQ6_KQ8K.
+func q6_KDotGo(w, a []byte, nsb int) float32 {
 	var acc [q8Lanes]float32
-	q6_KRow(w, a, nsb, &acc)
+	q6_KLanes(w, a, nsb, &acc)
 	return reduceLanes(&acc)
 }
 
-// q6_KTile3x4Go is the portable q6_KTile3x4: q6_KLanes per output.
-func q6_KTile3x4Go(w []byte, ldw int, a []byte, lda, nsb int, acc *[3 * 4 * q8Lanes]float32, zero bool) {
+// q6_KTileGo is the portable q6_KTile: q6_KLanes per output.
+func q6_KTileGo(w []byte, a []byte, lda, nsb, T int, acc *[3 * 4 * q8Lanes]float32, zero bool, out []float32, ldo int) {
 	if zero {
 		clear(acc[:])
 	}
-	for i := range 12 {
-		r, t := i/4, i%4
-		q6_KLanes(w[r*ldw:], a[t*lda:], nsb, (*[q8Lanes]float32)(acc[i*q8Lanes:]))
+	for t := range T {
+		q6_KLanes(w, a[t*lda:], nsb, (*[q8Lanes]float32)(acc[t*q8Lanes:]))
+		if len(out) > 0 {
+			out[t*ldo] = reduceLanes((*[q8Lanes]float32)(acc[t*q8Lanes:]))
+		}
 	}
 }

@@ -25,9 +25,7 @@ import (
 //	bytes 128..191  d of block 2p eight times, then d of block 2p+1 eight
 //	                times, float32 (llama.cpp rounds d to binary16; float32
 //	                keeps large activations finite)
-//	bytes 192..255  for each of the 16 lanes, float32(q_4j + ... + q_4j+3)
-//	                * d (rounded once): the lane's share of the block's sum,
-//	                which the K-quants' minimums multiply (q4k.go)
+//	bytes 192..255  not read (a pair stays 256 bytes, whole cache lines)
 //
 // An odd last block is paired with a block of zeros (q, c and d all 0).
 // c_j lets a kernel multiply unsigned bytes (w + 128) with the signed q
@@ -49,15 +47,26 @@ type q8Acts struct {
 	buf        []byte
 	n, nb      int
 	stride     int
+	rowBytes   int // bytes of one row's blocks
 	returnToFn func()
+}
+
+// newQ8Acts returns pooled room for n rows of nb blocks of 32, stride
+// bytes apart, rowBytes each.
+func newQ8Acts(n, nb, stride, rowBytes int) *q8Acts {
+	p := q8ActPool.Get().(*[]byte)
+	if cap(*p) < n*stride {
+		*p = make([]byte, n*stride)
+	}
+	return &q8Acts{buf: (*p)[:n*stride], n: n, nb: nb, stride: stride, rowBytes: rowBytes, returnToFn: func() { q8ActPool.Put(p) }}
 }
 
 // q8Pairs is the block pairs of nb blocks.
 func q8Pairs(nb int) int { return (nb + 1) / 2 }
 
-// row returns input t's block pairs.
+// row returns input t's blocks.
 func (a *q8Acts) row(t int) []byte {
-	return a.buf[t*a.stride : t*a.stride+q8Pairs(a.nb)*q8ActPairBytes]
+	return a.buf[t*a.stride : t*a.stride+a.rowBytes]
 }
 
 // release returns the buffer to its pool.
@@ -74,11 +83,7 @@ func quantizeActs(x []float32, ldx, n, cols int) *q8Acts {
 	if stride%4096 == 0 {
 		stride += 64 // keep rows of inputs off the same L1 sets
 	}
-	p := q8ActPool.Get().(*[]byte)
-	if cap(*p) < n*stride {
-		*p = make([]byte, n*stride)
-	}
-	a := &q8Acts{buf: (*p)[:n*stride], n: n, nb: nb, stride: stride, returnToFn: func() { q8ActPool.Put(p) }}
+	a := newQ8Acts(n, nb, stride, q8Pairs(nb)*q8ActPairBytes)
 	parallelFor(n, 8*cols, func(lo, hi int) {
 		for t := lo; t < hi; t++ {
 			quantizeRowQ8(a.row(t), x[t*ldx:t*ldx+cols])
@@ -97,15 +102,7 @@ func quantizeRowQ8(dst []byte, x []float32) {
 	for b := range nb {
 		xs := x[b*q8BlockSize : (b+1)*q8BlockSize : (b+1)*q8BlockSize]
 		pair, h := dst[(b/2)*q8ActPairBytes:(b/2+1)*q8ActPairBytes], b%2
-		var amax float32
-		for _, v := range xs {
-			amax = max(amax, float32(math.Abs(float64(v))))
-		}
-		d := amax / 127
-		var id float32
-		if d != 0 {
-			id = 1 / d
-		}
+		d, id := q8Scale(xs)
 		for j := range 8 {
 			var s int32
 			for k := range 4 {
@@ -115,9 +112,21 @@ func quantizeRowQ8(dst []byte, x []float32) {
 			}
 			binary.LittleEndian.PutUint32(pair[64+32*h+4*j:], uint32(-128*s))
 			binary.LittleEndian.PutUint32(pair[128+32*h+4*j:], math.Float32bits(d))
-			binary.LittleEndian.PutUint32(pair[192+32*h+4*j:], math.Float32bits(float32(s)*d))
 		}
 	}
+}
+
+// q8Scale returns the scale d = max|x_i| / 127 of a block of activations
+// quantized to 8 bits and 1/d (0 for a block of zeros).
+func q8Scale(xs []float32) (d, id float32) {
+	var amax float32
+	for _, v := range xs {
+		amax = max(amax, float32(math.Abs(float64(v))))
+	}
+	if d = amax / 127; d != 0 {
+		id = 1 / d
+	}
+	return d, id
 }
 
 // reduceLanes sums the 16 accumulators as the kernels do: the second
@@ -209,15 +218,50 @@ const q8ChunkPairs = 16
 // q8Accs recycles the accumulators of mulRowsQ8's tiles.
 var q8Accs = sync.Pool{New: func() any { return new([prefillTile / 3 * gemmMaxInputs / 4][3 * 4 * q8Lanes]float32) }}
 
+// actKind is a layout of 8-bit activations: blocks of 32 in pairs
+// (quantizeActs, for Q8_0) or Q8_K blocks of 256 (quantizeActsK, for the
+// K-quants).
+type actKind int
+
+const (
+	acts32 actKind = iota
+	actsK
+	numActKinds
+)
+
+// quantize returns x's n rows quantized in layout k (see quantizeActs and
+// quantizeActsK).
+func (k actKind) quantize(x []float32, ldx, n, cols int) *q8Acts {
+	if k == actsK {
+		return quantizeActsK(x, ldx, n, cols)
+	}
+	return quantizeActs(x, ldx, n, cols)
+}
+
+// fits reports whether rows of cols values can be quantized in layout k.
+func (k actKind) fits(cols int) bool {
+	if k == actsK {
+		return cols%256 == 0
+	}
+	return cols%q8BlockSize == 0
+}
+
 // q8Products describes a weight dtype multiplied by 8-bit activations:
 // its units (blocks of weights with their own scales: a Q8_0 block of 32,
-// a Q4_K block of 256), the 3x4 tile kernel and the one-output kernel,
-// both counting units.
+// a Q4_K block of 256), the activations' layout and bytes per unit, the
+// 3x4 tile kernel and the one-output kernel, both counting units.
 type q8Products struct {
-	unitBlocks int // activation blocks (of 32) per unit: 1 or 8
-	unitBytes  int // weight bytes per unit
-	tile       func(w []byte, ldw int, a []byte, lda, units int, acc *[3 * 4 * q8Lanes]float32, zero bool)
-	dot        func(w, a []byte, units int) float32
+	acts         actKind
+	unitBlocks   int // activation blocks (of 32) per unit: 1 or 8
+	unitBytes    int // weight bytes per unit
+	actUnitBytes int // activation bytes per unit (Q8_0: half a pair)
+	tile         func(w []byte, ldw int, a []byte, lda, units int, acc *[3 * 4 * q8Lanes]float32, zero bool)
+	// tileK (K-quants, instead of tile) adds one row times T <= 12
+	// inputs to acc, output t at t*16 (mulRowsK).
+	// On the last chunk of columns it writes the reduced outputs to
+	// out[t*ldo] instead.
+	tileK func(w []byte, a []byte, lda, units, T int, acc *[3 * 4 * q8Lanes]float32, zero bool, out []float32, ldo int)
+	dot   func(w, a []byte, units int) float32
 	// rows sets out[r] = dot(row r, a) for r < len(out), rows ldw bytes
 	// apart from w: one call for a tile's rows and one input.
 	rows func(w []byte, ldw int, a []byte, units int, out []float32)
@@ -225,9 +269,9 @@ type q8Products struct {
 
 // q8Dtypes are the matrix dtypes whose products take 8-bit activations.
 var q8Dtypes = map[swarm.DType]*q8Products{
-	swarm.DTypeQ8_0: {unitBlocks: 1, unitBytes: q8BlockBytes, tile: q8_0Tile3x4, dot: dotQ8_0Q8, rows: q8_0Rows},
-	swarm.DTypeQ4_K: {unitBlocks: 8, unitBytes: q4KBlockBytes, tile: q4_KTile3x4, dot: dotQ4_KQ8, rows: q4_KRows},
-	swarm.DTypeQ6_K: {unitBlocks: 8, unitBytes: q6KBlockBytes, tile: q6_KTile3x4, dot: dotQ6_KQ8, rows: q6_KRows},
+	swarm.DTypeQ8_0: {acts: acts32, unitBlocks: 1, unitBytes: q8BlockBytes, actUnitBytes: q8ActPairBytes / 2, tile: q8_0Tile3x4, dot: dotQ8_0Q8, rows: q8_0Rows},
+	swarm.DTypeQ4_K: {acts: actsK, unitBlocks: 8, unitBytes: q4KBlockBytes, actUnitBytes: q8KBlockBytes, tileK: q4_KTile, dot: dotQ4_KQ8K, rows: q4_KRows},
+	swarm.DTypeQ6_K: {acts: actsK, unitBlocks: 8, unitBytes: q6KBlockBytes, actUnitBytes: q8KBlockBytes, tileK: q6_KTile, dot: dotQ6_KQ8K, rows: q6_KRows},
 }
 
 // mulRowsQ8 computes out[t*m.rows + r] = k.dot(row r, input t) for rows
@@ -235,6 +279,10 @@ var q8Dtypes = map[swarm.DType]*q8Products{
 // tile of rows at a time: 3x4 groups over chunks of columns (with the
 // assembly tile kernels), then one output at a time.
 func (m *matrix) mulRowsQ8(out []float32, a *q8Acts, n, r0, r1 int, k *q8Products) {
+	if k.tileK != nil {
+		m.mulRowsK(out, a, n, r0, r1, k)
+		return
+	}
 	rb, nb := m.rowBytes(), a.nb
 	units := nb / k.unitBlocks
 	var accs *[prefillTile / 3 * gemmMaxInputs / 4][3 * 4 * q8Lanes]float32
@@ -255,7 +303,7 @@ func (m *matrix) mulRowsQ8(out []float32, a *q8Acts, n, r0, r1 int, k *q8Product
 			tgroups := min(nt-t0, gemmMaxInputs) / 4
 			for u0 := 0; u0 < units; u0 += chunkUnits {
 				cu := min(chunkUnits, units-u0)
-				aoff := (u0 * k.unitBlocks / 2) * q8ActPairBytes
+				aoff := u0 * k.actUnitBytes // u0 is even for Q8_0: whole pairs
 				for tg := range tgroups {
 					in := a.buf[(t0+4*tg)*a.stride+aoff:]
 					for g := range groups {

@@ -13,25 +13,7 @@ func q8_0x3x4AVX512(w []byte, ldw int, a []byte, lda int, nb int, acc *[3 * 4 * 
 func q8_0x1x1AVX512(w []byte, ldw int, a []byte, lda int, nb int, acc *[q8Lanes]float32)
 
 //go:noescape
-func q4_Kx3x4AVX512(w []byte, ldw int, a []byte, lda int, nsb int, acc *[3 * 4 * q8Lanes]float32, zero bool)
-
-//go:noescape
-func q4_Kx1x1AVX512(w []byte, ldw int, a []byte, lda int, nsb int, acc *[q8Lanes]float32)
-
-//go:noescape
 func q8_0RowsAVX512(w []byte, ldw int, a []byte, units int, nrows int, out []float32)
-
-//go:noescape
-func q4_KRowsAVX512(w []byte, ldw int, a []byte, units int, nrows int, out []float32)
-
-//go:noescape
-func q6_Kx3x4AVX512(w []byte, ldw int, a []byte, lda int, nsb int, acc *[3 * 4 * q8Lanes]float32, zero bool)
-
-//go:noescape
-func q6_Kx1x1AVX512(w []byte, ldw int, a []byte, lda int, nsb int, acc *[q8Lanes]float32)
-
-//go:noescape
-func q6_KRowsAVX512(w []byte, ldw int, a []byte, units int, nrows int, out []float32)
 
 //go:noescape
 func reduceQ8x12AVX2(acc *[3 * 4 * q8Lanes]float32, out *[12]float32)
@@ -92,29 +74,21 @@ func q8_0Row(w, a []byte, nb int, acc *[q8Lanes]float32) {
 	q8_0x1x1AVX512(w, 0, a, 0, nb, acc)
 }
 
-// q4_KTile3x4 adds to acc the accumulators of 3 Q4_K rows (ldw bytes
-// apart) times 4 inputs (lda bytes apart), output r*4+t, over nsb blocks
-// of 256, exactly as q4_KLanes would.
-func q4_KTile3x4(w []byte, ldw int, a []byte, lda, nsb int, acc *[3 * 4 * q8Lanes]float32, zero bool) {
+// q4_KTile adds to acc (zero: to zeros instead) the accumulators of
+// Q4_K row w times the Q8_K inputs t < T (lda bytes apart), output t,
+// over nsb blocks of 256, exactly as q4_KLanes would; when out is not
+// empty it sets out[t*ldo] to their reduceLanes instead of storing them.
+func q4_KTile(w []byte, a []byte, lda, nsb, T int, acc *[3 * 4 * q8Lanes]float32, zero bool, out []float32, ldo int) {
 	if !vnniKernels {
-		q4_KTile3x4Go(w, ldw, a, lda, nsb, acc, zero)
-		return
-	}
-	_ = w[2*ldw+nsb*q4KBlockBytes-1]
-	_ = a[3*lda+4*nsb*q8ActPairBytes-1]
-	q4_Kx3x4AVX512(w, ldw, a, lda, nsb, acc, zero)
-}
-
-// q4_KRow adds to acc the accumulators of Q4_K row w times input a, as
-// q4_KLanes would.
-func q4_KRow(w, a []byte, nsb int, acc *[q8Lanes]float32) {
-	if !vnniKernels {
-		q4_KLanes(w, a, nsb, acc)
+		q4_KTileGo(w, a, lda, nsb, T, acc, zero, out, ldo)
 		return
 	}
 	_ = w[nsb*q4KBlockBytes-1]
-	_ = a[4*nsb*q8ActPairBytes-1]
-	q4_Kx1x1AVX512(w, 0, a, 0, nsb, acc)
+	_ = a[(T-1)*lda+nsb*q8KBlockBytes-1]
+	if len(out) > 0 {
+		_ = out[(T-1)*ldo]
+	}
+	q4_KTilesAVX512[T](w, a, lda, nsb, acc, zero, out, ldo)
 }
 
 // q8_0Rows sets out[r] to dotQ8_0Q8 of row r (ldw bytes apart) and a.
@@ -128,49 +102,43 @@ func q8_0Rows(w []byte, ldw int, a []byte, nb int, out []float32) {
 	q8_0RowsAVX512(w, ldw, a, nb, len(out), out)
 }
 
-// q4_KRows sets out[r] to dotQ4_KQ8 of row r (ldw bytes apart) and a.
+// q4_KRows sets out[r] to the product of Q4_K row r (ldw bytes apart)
+// and the Q8_K input a, as q4_KDotGo would.
 func q4_KRows(w []byte, ldw int, a []byte, nsb int, out []float32) {
 	if !vnniKernels || len(out) == 0 || nsb == 0 {
-		rowsGo(dotQ4_KQ8, w, ldw, a, nsb, out)
+		rowsGo(q4_KDotGo, w, ldw, a, nsb, out)
 		return
 	}
 	_ = w[(len(out)-1)*ldw+nsb*q4KBlockBytes-1]
-	_ = a[4*nsb*q8ActPairBytes-1]
+	_ = a[nsb*q8KBlockBytes-1]
 	q4_KRowsAVX512(w, ldw, a, nsb, len(out), out)
 }
 
-// q6_KTile3x4 adds to acc the accumulators of 3 Q6_K rows (ldw bytes
-// apart) times 4 inputs (lda bytes apart), output r*4+t, over nsb blocks
-// of 256, exactly as q6_KLanes would.
-func q6_KTile3x4(w []byte, ldw int, a []byte, lda, nsb int, acc *[3 * 4 * q8Lanes]float32, zero bool) {
+// q6_KTile adds to acc (zero: to zeros instead) the accumulators of
+// Q6_K row w times the Q8_K inputs t < T (lda bytes apart), output t,
+// over nsb blocks of 256, exactly as q6_KLanes would; when out is not
+// empty it sets out[t*ldo] to their reduceLanes instead of storing them.
+func q6_KTile(w []byte, a []byte, lda, nsb, T int, acc *[3 * 4 * q8Lanes]float32, zero bool, out []float32, ldo int) {
 	if !vnniKernels {
-		q6_KTile3x4Go(w, ldw, a, lda, nsb, acc, zero)
-		return
-	}
-	_ = w[2*ldw+nsb*q6KBlockBytes-1]
-	_ = a[3*lda+4*nsb*q8ActPairBytes-1]
-	q6_Kx3x4AVX512(w, ldw, a, lda, nsb, acc, zero)
-}
-
-// q6_KRow adds to acc the accumulators of Q6_K row w times input a, as
-// q6_KLanes would.
-func q6_KRow(w, a []byte, nsb int, acc *[q8Lanes]float32) {
-	if !vnniKernels {
-		q6_KLanes(w, a, nsb, acc)
+		q6_KTileGo(w, a, lda, nsb, T, acc, zero, out, ldo)
 		return
 	}
 	_ = w[nsb*q6KBlockBytes-1]
-	_ = a[4*nsb*q8ActPairBytes-1]
-	q6_Kx1x1AVX512(w, 0, a, 0, nsb, acc)
+	_ = a[(T-1)*lda+nsb*q8KBlockBytes-1]
+	if len(out) > 0 {
+		_ = out[(T-1)*ldo]
+	}
+	q6_KTilesAVX512[T](w, a, lda, nsb, acc, zero, out, ldo)
 }
 
-// q6_KRows sets out[r] to dotQ6_KQ8 of row r (ldw bytes apart) and a.
+// q6_KRows sets out[r] to the product of Q6_K row r (ldw bytes apart)
+// and the Q8_K input a, as q6_KDotGo would.
 func q6_KRows(w []byte, ldw int, a []byte, nsb int, out []float32) {
 	if !vnniKernels || len(out) == 0 || nsb == 0 {
-		rowsGo(dotQ6_KQ8, w, ldw, a, nsb, out)
+		rowsGo(q6_KDotGo, w, ldw, a, nsb, out)
 		return
 	}
 	_ = w[(len(out)-1)*ldw+nsb*q6KBlockBytes-1]
-	_ = a[4*nsb*q8ActPairBytes-1]
+	_ = a[nsb*q8KBlockBytes-1]
 	q6_KRowsAVX512(w, ldw, a, nsb, len(out), out)
 }

@@ -22,13 +22,10 @@ func q8_0Row(w, a []byte, nb int, acc *[q8Lanes]float32) { q8_0Lanes(w, a, nb, a
 // reduceQ8x12 writes reduceLanes of each of the 12 outputs of acc to out.
 func reduceQ8x12(acc *[3 * 4 * q8Lanes]float32, out *[12]float32) { reduceQ8x12Go(acc, out) }
 
-// q4_KTile3x4 is the portable tile (used by the tests).
-func q4_KTile3x4(w []byte, ldw int, a []byte, lda, nsb int, acc *[3 * 4 * q8Lanes]float32, zero bool) {
-	q4_KTile3x4Go(w, ldw, a, lda, nsb, acc, zero)
+// q4_KTile is the portable tile (used by the tests).
+func q4_KTile(w []byte, a []byte, lda, nsb, T int, acc *[3 * 4 * q8Lanes]float32, zero bool, out []float32, ldo int) {
+	q4_KTileGo(w, a, lda, nsb, T, acc, zero, out, ldo)
 }
-
-// q4_KRow adds to acc the accumulators of Q4_K row w times input a.
-func q4_KRow(w, a []byte, nsb int, acc *[q8Lanes]float32) { q4_KLanes(w, a, nsb, acc) }
 
 // q8_0Rows and q4_KRows are the rows kernels of q8Products.
 func q8_0Rows(w []byte, ldw int, a []byte, nb int, out []float32) {
@@ -36,18 +33,15 @@ func q8_0Rows(w []byte, ldw int, a []byte, nb int, out []float32) {
 }
 
 func q4_KRows(w []byte, ldw int, a []byte, nsb int, out []float32) {
-	rowsGo(dotQ4_KQ8, w, ldw, a, nsb, out)
+	rowsGo(q4_KDotGo, w, ldw, a, nsb, out)
 }
 
-// q6_KTile3x4 is the portable tile (used by the tests).
-func q6_KTile3x4(w []byte, ldw int, a []byte, lda, nsb int, acc *[3 * 4 * q8Lanes]float32, zero bool) {
-	q6_KTile3x4Go(w, ldw, a, lda, nsb, acc, zero)
+// q6_KTile is the portable tile (used by the tests).
+func q6_KTile(w []byte, a []byte, lda, nsb, T int, acc *[3 * 4 * q8Lanes]float32, zero bool, out []float32, ldo int) {
+	q6_KTileGo(w, a, lda, nsb, T, acc, zero, out, ldo)
 }
-
-// q6_KRow adds to acc the accumulators of Q6_K row w times input a.
-func q6_KRow(w, a []byte, nsb int, acc *[q8Lanes]float32) { q6_KLanes(w, a, nsb, acc) }
 
 // q6_KRows is the rows kernel of q8Products.
 func q6_KRows(w []byte, ldw int, a []byte, nsb int, out []float32) {
-	rowsGo(dotQ6_KQ8, w, ldw, a, nsb, out)
+	rowsGo(q6_KDotGo, w, ldw, a, nsb, out)
 }

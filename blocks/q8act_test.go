@@ -14,7 +14,7 @@ import (
 // TestQuantizeRowQ8 checks the activation layout against values worked by
 // hand: a block whose largest magnitude is 2.54 gets d = 0.02, so 2.54 ->
 // 127, -1.27 -> -63.5 -> -64 (ties to even), 0.01 -> 0.5 -> 0; lane sums
-// times -128 and times d; d eight times per block; an all-zero block gets zeros, and
+// times -128; d eight times per block; an all-zero block gets zeros, and
 // the odd third block's partner stays zero.
 func TestQuantizeRowQ8(t *testing.T) {
 	x := make([]float32, 96)
@@ -41,13 +41,6 @@ func TestQuantizeRowQ8(t *testing.T) {
 		require.Zero(t, d(1, 8+j), "d of block 2's zero partner")
 		require.Zero(t, c(1, 8+j), "c of block 2's zero partner")
 	}
-	qdx := func(p, j int) float32 {
-		return math.Float32frombits(binary.LittleEndian.Uint32(dst[p*q8ActPairBytes+192+4*j:]))
-	}
-	require.Equal(t, float32(127-64)*d(0, 0), qdx(0, 0), "lane 0's sum times d")
-	require.Equal(t, float32(15)*d(0, 0), qdx(0, 1))
-	require.Equal(t, float32(-127)*d(1, 0), qdx(1, 0))
-	require.Zero(t, qdx(1, 8), "Qdx of the zero partner")
 	require.Equal(t, int8(-127), int8(dst[q8ActPairBytes]))
 	require.Equal(t, int32(-128*-127), c(1, 0))
 	for i := 32; i < 64; i++ {
@@ -89,7 +82,8 @@ func TestDotQ8_0Q8(t *testing.T) {
 // TestMulRowsQ8MatchesDot requires every value mulRowsQ8 gives (3x4
 // tiles over column chunks, with an odd last block, more than 64 inputs,
 // leftovers) to equal the one-output product of its row and input bit for
-// bit, for Q8_0 and Q4_K: a row's result must not depend on the batch.
+// bit, for Q8_0, Q4_K and Q6_K: a row's result must not depend on the
+// batch.
 func TestMulRowsQ8MatchesDot(t *testing.T) {
 	rng := rand.New(rand.NewPCG(9, 10))
 	for _, tc := range []struct {
@@ -104,7 +98,7 @@ func TestMulRowsQ8MatchesDot(t *testing.T) {
 		for _, cols := range tc.cols {
 			for _, rows := range []int{1, 5, 13, 30} {
 				m := randomMatrix(rng, rows, cols, tc.dt)
-				ns := []int{1, 3, 4, 9}
+				ns := []int{1, 3, 4, 9, 13, 25} // K-quants: groups of 12 and fewer
 				if cols == tc.cols[0] {
 					ns = append(ns, 70) // more inputs than one pass of tiles takes
 				}
@@ -113,7 +107,7 @@ func TestMulRowsQ8MatchesDot(t *testing.T) {
 					for i := range x {
 						x[i] = float32(rng.NormFloat64())
 					}
-					a := quantizeActs(x, cols, n, cols)
+					a := k.acts.quantize(x, cols, n, cols)
 					out := make([]float32, n*rows)
 					m.mulRowsQ8(out, a, n, 0, rows, k)
 					rb, units := m.rowBytes(), cols/32/k.unitBlocks
@@ -131,9 +125,10 @@ func TestMulRowsQ8MatchesDot(t *testing.T) {
 	}
 }
 
-// TestDotK8 compares the Q4_K and Q6_K x Q8 products with the float64 sum
-// of the dequantized weights times the dequantized activations
-// (tolerance: float32 rounding over 64 groups).
+// TestDotK8 compares the Q4_K and Q6_K x Q8_K products with the float64
+// sum of the dequantized weights times the dequantized activations
+// (tolerance: float32 rounding over 8 blocks), and with the product of the
+// float32 activations (tolerance: the 8-bit rounding of the activations).
 func TestDotK8(t *testing.T) {
 	for _, dt := range []swarm.DType{swarm.DTypeQ4_K, swarm.DTypeQ6_K} {
 		t.Run(dt.String(), func(t *testing.T) { dotK8(t, dt) })
@@ -143,23 +138,59 @@ func TestDotK8(t *testing.T) {
 func dotK8(t *testing.T, dt swarm.DType) {
 	rng := rand.New(rand.NewPCG(13, 14))
 	const cols = 2048
-	m := randomMatrix(rng, 1, cols, dt)
-	x := make([]float32, cols)
-	for i := range x {
-		x[i] = float32(rng.NormFloat64())
-	}
-	a := quantizeActs(x, cols, 1, cols)
-	defer a.release()
-	w := make([]float32, cols)
-	m.rowF32(0, w)
-	var exact float64
-	for b := range cols / 32 {
-		pair, h := a.row(0)[(b/2)*q8ActPairBytes:], b%2
-		d := float64(math.Float32frombits(binary.LittleEndian.Uint32(pair[128+32*h:])))
-		for i := range 32 {
-			exact += float64(w[b*32+i]) * d * float64(int8(pair[32*h+i]))
+	for range 20 {
+		m := randomMatrix(rng, 1, cols, dt)
+		x := make([]float32, cols)
+		for i := range x {
+			x[i] = float32(rng.NormFloat64())
 		}
+		a := quantizeActsK(x, cols, 1, cols)
+		w := make([]float32, cols)
+		m.rowF32(0, w)
+		// variance: each activation's rounding error is uniform in
+		// [-d/2, d/2] (variance d^2/12), times its weight.
+		var exact, unq, variance float64
+		for S := range cols / 256 {
+			q, _, d := q8KBlock(a.row(0)[S*q8KBlockBytes:])
+			for i := range 256 {
+				wi := float64(w[S*256+i])
+				exact += wi * float64(d) * float64(int8(q[i]))
+				unq += wi * float64(x[S*256+i])
+				variance += wi * wi * float64(d) * float64(d) / 12
+			}
+		}
+		got := float64(q8Dtypes[dt].dot(m.q, a.row(0), cols/256))
+		require.InDelta(t, exact, got, 1e-4*(1+math.Abs(exact)))
+		require.InDelta(t, unq, got, 5*math.Sqrt(variance), "five standard deviations of the activations' rounding")
+		a.release()
 	}
-	got := float64(q8Dtypes[dt].dot(m.q, a.row(0), cols/256))
-	require.InDelta(t, exact, got, 1e-3*(1+math.Abs(exact)))
+}
+
+// TestQuantizeRowQ8K checks the Q8_K layout against values worked by
+// hand: a block whose largest magnitude is 2.54 gets d = 0.02, so 2.54 ->
+// 127, -1.27 -> -63.5 -> -64 (ties to even), 0.01 -> 0.5 -> 0, 0.3 -> 15;
+// group sums of 16; an all-zero second block gets zeros.
+func TestQuantizeRowQ8K(t *testing.T) {
+	x := make([]float32, 512)
+	x[0], x[1], x[2], x[17], x[255] = 2.54, -1.27, 0.01, 0.3, -0.3
+	dst := make([]byte, 2*q8KBlockBytes)
+	for i := range dst {
+		dst[i] = 0xff // quantizeRowQ8K must write every byte
+	}
+	quantizeRowQ8K(dst, x)
+	q, bsums, d := q8KBlock(dst)
+	require.InDelta(t, 0.02, d, 1e-7)
+	require.Equal(t, []int8{127, -64, 0}, []int8{int8(q[0]), int8(q[1]), int8(q[2])})
+	require.Equal(t, int8(15), int8(q[17]))
+	require.Equal(t, int8(-15), int8(q[255]))
+	require.Equal(t, [16]int32{127 - 64, 15, 13: 0, 15: -15}, bsums)
+	for i := 292; i < q8KBlockBytes; i++ {
+		require.Zero(t, dst[i], "padding byte %d", i)
+	}
+	q, bsums, d = q8KBlock(dst[q8KBlockBytes:])
+	require.Zero(t, d)
+	require.Equal(t, [16]int32{}, bsums)
+	for i := range 256 {
+		require.Zero(t, q[i], "q byte %d of the zero block", i)
+	}
 }
