@@ -271,10 +271,7 @@ func (e *cpuEngine) attention(att, q, k, v []float32, segs []seg, n, window int)
 			softmax(sc)
 			clear(oh)
 			for j, a := range sc {
-				vj := c.vHead(lo+j, off, hd, buf)
-				for i := range oh {
-					oh[i] += a * vj[i]
-				}
+				axpy(a, c.vHead(lo+j, off, hd, buf), oh)
 			}
 		}
 	})
@@ -294,10 +291,7 @@ func ringAttention(oh, qh, sc []float32, c *kvCache, k, v []float32, g *seg, lo,
 	softmax(sc)
 	clear(oh)
 	for j, a := range sc {
-		vp := ringKV(c, true, v, g, lo+j, off, kvDim, hd, buf)
-		for i := range oh {
-			oh[i] += a * vp[i]
-		}
+		axpy(a, ringKV(c, true, v, g, lo+j, off, kvDim, hd, buf), oh)
 	}
 }
 

@@ -13,6 +13,9 @@ var (
 	dotF16  = dotF16Go
 	dotBF16 = dotBF16Go
 	dotQ8_0 = dotQ8_0Go
+	// axpy adds a*x[i] to y[i] for i < len(y) (len(x) >= len(y)): the
+	// product rounded to float32, then the sum, in every version.
+	axpy = axpyGo
 	// dotF32x2 returns dotF32(a, x0) and dotF32(a, x1), bit for bit, reading
 	// a once (prefill of two tokens).
 	dotF32x2 = dotF32x2Go
@@ -154,5 +157,13 @@ func cvtBF16Go(dst []float32, src []uint16) {
 	dst = dst[:len(src)]
 	for i, w := range src {
 		dst[i] = bf16ToF32(w)
+	}
+}
+
+// axpyGo is the portable axpy.
+func axpyGo(a float32, x, y []float32) {
+	x = x[:len(y)]
+	for i := range y {
+		y[i] += a * x[i]
 	}
 }

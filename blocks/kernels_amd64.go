@@ -14,6 +14,9 @@ import "golang.org/x/sys/cpu"
 func dotF32AVX2(a, x []float32) float32
 
 //go:noescape
+func axpyAVX2(a float32, x, y []float32)
+
+//go:noescape
 func dotF16AVX2(w []uint16, x []float32) float32
 
 //go:noescape
@@ -74,6 +77,7 @@ func init() {
 	// The wrappers bound x to the row's length, so the assembly never reads
 	// past either slice.
 	dotF32 = func(a, x []float32) float32 { return dotF32AVX2(a, x[:len(a)]) }
+	axpy = func(a float32, x, y []float32) { axpyAVX2(a, x[:len(y)], y) }
 	dotF16 = func(w []uint16, x []float32) float32 { return dotF16AVX2(w, x[:len(w)]) }
 	dotF16Rows = func(w []uint16, cols int, x []float32, out []float32) {
 		// Bound the reads: len(out) rows of cols weights, cols inputs.

@@ -710,3 +710,59 @@ f16rstore:
 f16rdone:
 	VZEROUPPER
 	RET
+
+// func axpyAVX2(a float32, x []float32, y []float32)
+// y[i] += a * x[i] for i < len(y) (len(x) >= len(y)): the product rounded,
+// then the sum (VMULPS, VADDPS; no FMA), as the portable axpyGo does, so
+// both give the same bits.
+TEXT ·axpyAVX2(SB), NOSPLIT, $0-56
+	VBROADCASTSS a+0(FP), Y0
+	MOVQ x_base+8(FP), SI
+	MOVQ y_base+32(FP), DI
+	MOVQ y_len+40(FP), CX
+
+axpyloop32:
+	CMPQ CX, $32
+	JLT  axpyloop8
+	VMULPS (SI), Y0, Y1
+	VMULPS 32(SI), Y0, Y2
+	VMULPS 64(SI), Y0, Y3
+	VMULPS 96(SI), Y0, Y4
+	VADDPS (DI), Y1, Y1
+	VADDPS 32(DI), Y2, Y2
+	VADDPS 64(DI), Y3, Y3
+	VADDPS 96(DI), Y4, Y4
+	VMOVUPS Y1, (DI)
+	VMOVUPS Y2, 32(DI)
+	VMOVUPS Y3, 64(DI)
+	VMOVUPS Y4, 96(DI)
+	ADDQ $128, SI
+	ADDQ $128, DI
+	SUBQ $32, CX
+	JMP  axpyloop32
+
+axpyloop8:
+	CMPQ CX, $8
+	JLT  axpytail
+	VMULPS (SI), Y0, Y1
+	VADDPS (DI), Y1, Y1
+	VMOVUPS Y1, (DI)
+	ADDQ $32, SI
+	ADDQ $32, DI
+	SUBQ $8, CX
+	JMP  axpyloop8
+
+axpytail:
+	TESTQ CX, CX
+	JEQ   axpydone
+	VMULSS (SI), X0, X1
+	VADDSS (DI), X1, X1
+	VMOVSS X1, (DI)
+	ADDQ $4, SI
+	ADDQ $4, DI
+	DECQ CX
+	JMP  axpytail
+
+axpydone:
+	VZEROUPPER
+	RET

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -97,6 +98,37 @@ func TestDotKernels(t *testing.T) {
 					require.InDelta(t, want, float64(dotQuant(m.deq, m.bs, m.bb, m.q, x)), tol)
 				}
 			})
+		}
+	}
+}
+
+// TestAxpy requires axpy (the assembly version where the CPU has it) to
+// give, for lengths around the SIMD widths, exactly the bits of the
+// product rounded to float32 and then added, computed here in float64 and
+// rounded after each step (exact: a float32 product fits a float64).
+func TestAxpy(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	for _, n := range []int{0, 1, 7, 8, 9, 31, 32, 33, 64, 100, 128} {
+		a := float32(rng.NormFloat64())
+		x := make([]float32, n+3) // longer x: only len(y) elements are read
+		y := make([]float32, n)
+		for i := range x {
+			x[i] = float32(rng.NormFloat64())
+		}
+		for i := range y {
+			y[i] = float32(rng.NormFloat64())
+		}
+		want := make([]float32, n)
+		for i := range want {
+			p := float32(float64(a) * float64(x[i]))
+			want[i] = float32(float64(y[i]) + float64(p))
+		}
+		got, gotGo := slices.Clone(y), slices.Clone(y)
+		axpy(a, x, got)
+		axpyGo(a, x, gotGo)
+		for i := range want {
+			require.Equal(t, math.Float32bits(want[i]), math.Float32bits(got[i]), "n %d element %d (kernels %s)", n, i, kernelSet)
+			require.Equal(t, math.Float32bits(want[i]), math.Float32bits(gotGo[i]), "n %d element %d (portable)", n, i)
 		}
 	}
 }

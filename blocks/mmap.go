@@ -112,7 +112,6 @@ func (t *spanTensors) MapRows(b int, slot Slot) (raw []byte, release func(), ok 
 		return nil, nil, false, nil
 	}
 	raw = mp.data[r.offset : r.offset+r.bytes() : r.offset+r.bytes()]
-	adviseWillNeed(mp.data, r.offset, r.bytes())
 	var once sync.Once
 	return raw, func() { once.Do(func() { _ = mp.release() }) }, true, nil
 }

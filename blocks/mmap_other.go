@@ -14,5 +14,3 @@ func mapFile(*os.File, int64) ([]byte, error) {
 }
 
 func unmapFile([]byte) error { return nil }
-
-func adviseWillNeed([]byte, int64, int64) {}

@@ -4,6 +4,7 @@ import (
 	"runtime"
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // parallelGrain is the least work (in multiply-adds) worth handing to
@@ -32,9 +33,51 @@ var computePool = sync.OnceValue(func() *pool {
 	return p
 })
 
+// helperSpin is how long a helper keeps polling for the next job after
+// one, before it parks: a decode step hands out a job per matrix every few
+// hundred microseconds, and waking a parked goroutine (a futex wake, then
+// the scheduler) costs tens of microseconds on a VM, during which the
+// caller does the work alone. Polling yields the core to any other
+// runnable goroutine (runtime.Gosched), and an idle process stops polling
+// after helperSpin.
+const helperSpin = 200 * time.Microsecond
+
 func (p *pool) work() {
-	for j := range p.helpers {
+	for {
+		var j *job
+		select {
+		case j = <-p.helpers:
+		default:
+			j = p.poll()
+		}
+		if j == nil {
+			return
+		}
 		j.run()
+	}
+}
+
+// poll waits for the next job: polling for helperSpin, then parked. It
+// returns nil when the channel is closed.
+func (p *pool) poll() *job {
+	deadline := time.Now().Add(helperSpin)
+	for n := 0; ; n++ {
+		select {
+		case j, ok := <-p.helpers:
+			if !ok {
+				return nil
+			}
+			return j
+		default:
+		}
+		if n%64 == 63 && time.Now().After(deadline) {
+			j, ok := <-p.helpers
+			if !ok {
+				return nil
+			}
+			return j
+		}
+		runtime.Gosched()
 	}
 }
 
@@ -92,5 +135,14 @@ func parallelFor(n, cost int, fn func(lo, hi int)) {
 		}
 	}
 	j.run()
+	// The helpers finish their last chunks: poll briefly before parking,
+	// for the same reason they poll for jobs.
+	deadline := time.Now().Add(helperSpin)
+	for n := 0; j.pending.Load() != 0; n++ {
+		if n%64 == 63 && time.Now().After(deadline) {
+			break
+		}
+		runtime.Gosched()
+	}
 	<-j.done
 }
