@@ -265,9 +265,7 @@ func (e *cpuEngine) attention(att, q, k, v []float32, segs []seg, n, window int)
 				ringAttention(oh, qh, sc, c, k, v, g, lo, off, kvDim, sq, buf)
 				continue
 			}
-			for j := range sc {
-				sc[j] = dotF32(qh, c.kHead(lo+j, off, hd, buf)) / sq
-			}
+			keyScores(sc, qh, c, lo, off, hd, sq, buf)
 			softmax(sc)
 			clear(oh)
 			for j, a := range sc {
@@ -275,6 +273,28 @@ func (e *cpuEngine) attention(att, q, k, v []float32, segs []seg, n, window int)
 			}
 		}
 	})
+}
+
+// keyScores sets sc[j] = dotF32(qh, key head of row lo+j) / sq: with an f32
+// cache, one dotF32Rows call per page of keys (the same bits as a
+// dotF32 per row); with an f16 cache, row by row through buf.
+func keyScores(sc, qh []float32, c *kvCache, lo, off, hd int, sq float32, buf []float32) {
+	if c.f16 {
+		for j := range sc {
+			sc[j] = dotF32(qh, c.kHead(lo+j, off, hd, buf)) / sq
+		}
+		return
+	}
+	for j := 0; j < len(sc); {
+		r := lo + j
+		in := r & (cachePageRows - 1)
+		n := min(len(sc)-j, cachePageRows-in)
+		dotF32Rows(c.k[r>>cachePageShift][in*c.kvDim+off:], c.kvDim, qh, sc[j:j+n])
+		j += n
+	}
+	for j := range sc {
+		sc[j] /= sq
+	}
 }
 
 // ringAttention is one query head's attention over positions

@@ -16,6 +16,14 @@ var (
 	// axpy adds a*x[i] to y[i] for i < len(y) (len(x) >= len(y)): the
 	// product rounded to float32, then the sum, in every version.
 	axpy = axpyGo
+	// dotF32Rows sets out[r] = dotF32(w[r*stride:r*stride+len(x)], x)
+	// for r < len(out), bit for bit (attention's scores against a page of
+	// keys, stride floats apart).
+	dotF32Rows = func(w []float32, stride int, x []float32, out []float32) {
+		for r := range out {
+			out[r] = dotF32(w[r*stride:r*stride+len(x)], x)
+		}
+	}
 	// dotF32x2 returns dotF32(a, x0) and dotF32(a, x1), bit for bit, reading
 	// a once (prefill of two tokens).
 	dotF32x2 = dotF32x2Go

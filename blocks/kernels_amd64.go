@@ -17,6 +17,9 @@ func dotF32AVX2(a, x []float32) float32
 func axpyAVX2(a float32, x, y []float32)
 
 //go:noescape
+func dotF32RowsAVX2(w []float32, stride int, x []float32, out []float32)
+
+//go:noescape
 func dotF16AVX2(w []uint16, x []float32) float32
 
 //go:noescape
@@ -78,6 +81,14 @@ func init() {
 	// past either slice.
 	dotF32 = func(a, x []float32) float32 { return dotF32AVX2(a, x[:len(a)]) }
 	axpy = func(a float32, x, y []float32) { axpyAVX2(a, x[:len(y)], y) }
+	dotF32Rows = func(w []float32, stride int, x []float32, out []float32) {
+		if len(out) == 0 {
+			return
+		}
+		// Bound the reads: the last row's len(x) elements.
+		_ = w[(len(out)-1)*stride+len(x)-1]
+		dotF32RowsAVX2(w, stride, x, out)
+	}
 	dotF16 = func(w []uint16, x []float32) float32 { return dotF16AVX2(w, x[:len(w)]) }
 	dotF16Rows = func(w []uint16, cols int, x []float32, out []float32) {
 		// Bound the reads: len(out) rows of cols weights, cols inputs.

@@ -766,3 +766,75 @@ axpytail:
 axpydone:
 	VZEROUPPER
 	RET
+
+// func dotF32RowsAVX2(w []float32, stride int, x []float32, out []float32)
+// out[r] = dotF32AVX2 of row r (len(x) elements at w[r*stride:]) and x,
+// for r < len(out): the same accumulators, reduction and tail, so the
+// results are dotF32's bit for bit (attention's scores of a page of keys).
+TEXT ·dotF32RowsAVX2(SB), NOSPLIT, $0-80
+	MOVQ w_base+0(FP), SI
+	MOVQ stride+24(FP), R10
+	SHLQ $2, R10
+	MOVQ out_base+56(FP), R8
+	MOVQ out_len+64(FP), R9
+	TESTQ R9, R9
+	JEQ   f32rdone
+
+f32rrow:
+	MOVQ SI, R11
+	MOVQ x_len+40(FP), CX
+	MOVQ x_base+32(FP), DI
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+
+f32rloop32:
+	CMPQ CX, $32
+	JLT  f32rloop8
+	VMOVUPS (SI), Y4
+	VMOVUPS 32(SI), Y5
+	VMOVUPS 64(SI), Y6
+	VMOVUPS 96(SI), Y7
+	VFMADD231PS (DI), Y4, Y0
+	VFMADD231PS 32(DI), Y5, Y1
+	VFMADD231PS 64(DI), Y6, Y2
+	VFMADD231PS 96(DI), Y7, Y3
+	ADDQ $128, SI
+	ADDQ $128, DI
+	SUBQ $32, CX
+	JMP  f32rloop32
+
+f32rloop8:
+	CMPQ CX, $8
+	JLT  f32rreduce
+	VMOVUPS (SI), Y4
+	VFMADD231PS (DI), Y4, Y0
+	ADDQ $32, SI
+	ADDQ $32, DI
+	SUBQ $8, CX
+	JMP  f32rloop8
+
+f32rreduce:
+	REDUCE
+
+f32rtail:
+	TESTQ CX, CX
+	JEQ   f32rstore
+	VMOVSS (SI), X4
+	VFMADD231SS (DI), X4, X0
+	ADDQ $4, SI
+	ADDQ $4, DI
+	DECQ CX
+	JMP  f32rtail
+
+f32rstore:
+	MOVSS X0, (R8)
+	ADDQ $4, R8
+	LEAQ (R11)(R10*1), SI
+	DECQ R9
+	JNZ  f32rrow
+
+f32rdone:
+	VZEROUPPER
+	RET

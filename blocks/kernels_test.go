@@ -133,6 +133,31 @@ func TestAxpy(t *testing.T) {
 	}
 }
 
+// TestDotF32Rows requires dotF32Rows (the assembly version where the CPU
+// has it) to give every strided row's dotF32 bit for bit, for row lengths
+// with 32-, 8- and 1-element parts.
+func TestDotF32Rows(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	for _, cols := range []int{1, 7, 8, 33, 64, 100, 128} {
+		const rows, stride = 5, 300
+		w := make([]float32, (rows-1)*stride+cols)
+		x := make([]float32, cols)
+		for i := range w {
+			w[i] = float32(rng.NormFloat64())
+		}
+		for i := range x {
+			x[i] = float32(rng.NormFloat64())
+		}
+		out := make([]float32, rows)
+		dotF32Rows(w, stride, x, out)
+		for r := range rows {
+			row := w[r*stride : r*stride+cols]
+			require.Equal(t, math.Float32bits(dotF32(x, row)), math.Float32bits(out[r]), "cols %d row %d (kernels %s)", cols, r, kernelSet)
+			require.Equal(t, math.Float32bits(dotF32Go(x, row)), math.Float32bits(dotF32Go(row, x)), "cols %d row %d: the portable dot is symmetric", cols, r)
+		}
+	}
+}
+
 // TestMulMatsPrefillEqualsDecode checks that the n-token path of mulMats
 // computes each output exactly as the single-token path.
 func TestMulMatsPrefillEqualsDecode(t *testing.T) {
