@@ -6,6 +6,7 @@ require (
 	github.com/cockroachdb/datadriven v1.0.2
 	github.com/dlclark/regexp2 v1.12.0
 	github.com/dustin/go-humanize v1.0.1
+	github.com/ebitengine/purego v0.11.3
 	github.com/eliben/go-sentencepiece v0.6.0
 	github.com/gorilla/websocket v1.5.3
 	github.com/gpustack/gguf-parser-go v0.28.1

@@ -161,20 +161,69 @@ func BackendNames() []string {
 	return names
 }
 
+// AutoBackendName picks a backend by what the machine has
+// (AutoBackend): `swarm serve --device auto`.
+const AutoBackendName = "auto"
+
 // LookupBackend returns the backend registered as name; "" means the CPU
-// backend. An unknown name gives an error wrapping ErrArgument that lists
-// the registered ones.
+// backend and "auto" AutoBackend's choice. "NAME:ARG" (`--device cuda:1`)
+// asks backend NAME for its device ARG, when the backend has a method
+// WithDevice(string) (Backend, error). An unknown name gives an error
+// wrapping ErrArgument that lists the registered ones.
 func LookupBackend(name string) (Backend, error) {
-	if name == "" {
+	switch name {
+	case "":
 		name = CPUBackendName
+	case AutoBackendName:
+		b, _ := AutoBackend()
+		return b, nil
 	}
+	base, arg, hasArg := strings.Cut(name, ":")
 	backendsMu.RLock()
-	b, ok := backends[name]
+	b, ok := backends[base]
 	backendsMu.RUnlock()
 	if !ok {
 		return nil, fmt.Errorf("%w: backend %q is not available (available: %s)", ErrArgument, name, strings.Join(BackendNames(), ", "))
 	}
-	return b, nil
+	if !hasArg {
+		return b, nil
+	}
+	d, ok := b.(interface {
+		WithDevice(string) (Backend, error)
+	})
+	if !ok {
+		return nil, fmt.Errorf("%w: backend %q has no devices to choose from (give %q)", ErrArgument, base, base)
+	}
+	return d.WithDevice(arg)
+}
+
+// AutoBackend returns the first registered backend other than the CPU
+// that says it can run here (a method Usable() error returning nil), else
+// the CPU backend; why says what was chosen and why the others were not.
+func AutoBackend() (b Backend, why string) {
+	var reasons []string
+	for _, name := range BackendNames() {
+		if name == CPUBackendName {
+			continue
+		}
+		backendsMu.RLock()
+		cand := backends[name]
+		backendsMu.RUnlock()
+		u, ok := cand.(interface{ Usable() error })
+		if !ok {
+			continue
+		}
+		err := u.Usable()
+		if err == nil {
+			return cand, name + ": usable"
+		}
+		reasons = append(reasons, fmt.Sprintf("%s: %v", name, err))
+	}
+	why = "cpu"
+	if len(reasons) > 0 {
+		why += " (" + strings.Join(reasons, "; ") + ")"
+	}
+	return CPU(), why
 }
 
 // CacheBytesPerToken is the attention-cache bytes one block needs per token

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/dustin/go-humanize"
@@ -176,14 +177,34 @@ func (c Config) Validate() error {
 
 // DeviceHelp is the --help text of --device: the registered backends.
 func DeviceHelp() string {
-	return "where the blocks are computed, one of the engine backends built in: " + strings.Join(blocks.BackendNames(), ", ") +
-		" (/v1/info advertises it and its attention-cache dtype)"
+	return "where the blocks are computed: auto (a GPU when one is usable, else cpu), or one of the engine backends built in: " +
+		strings.Join(blocks.BackendNames(), ", ") + " (cuda:N for GPU N; /v1/info advertises it and its attention-cache dtype)"
+}
+
+// autoBackend caches --device auto's choice for the process: the probe
+// opens the GPU libraries once, and every engine of one server then uses
+// the same backend.
+var autoBackend = sync.OnceValues(func() (blocks.Backend, string) { return blocks.AutoBackend() })
+
+// lookupBackend resolves --device: auto's choice, or the named backend.
+func (c Config) lookupBackend() (blocks.Backend, error) {
+	if c.Device == blocks.AutoBackendName {
+		b, _ := autoBackend()
+		return b, nil
+	}
+	return blocks.LookupBackend(c.Device)
+}
+
+// AutoDevice says what --device auto chooses here and why.
+func AutoDevice() string {
+	_, why := autoBackend()
+	return why
 }
 
 // backend is the configured backend (--device) keeping its attention
 // caches as --cache-dtype says. Errors wrap ErrBadConfig.
 func (c Config) backend() (blocks.Backend, error) {
-	b, err := blocks.LookupBackend(c.Device)
+	b, err := c.lookupBackend()
 	if err != nil {
 		return nil, fmt.Errorf("%w: --device: %w", ErrBadConfig, err)
 	}

@@ -124,6 +124,12 @@ func newServer(ctx context.Context, cfg Config, log *slog.Logger, engine blocks.
 	}
 	log.Info("engine", "backend", backend.Name(), "kernels", blocks.Kernels(), "weights", info.DType.String(),
 		"cache_dtype", backend.CacheDType().String(), "span", cfg.Blocks.String())
+	if cfg.Device == blocks.AutoBackendName {
+		log.Info("device auto", "chose", AutoDevice())
+	}
+	if d, ok := backend.(interface{ Describe() string }); ok {
+		log.Info("device", "device", d.Describe())
+	}
 	var t Timing
 	if cfg.Timing != nil {
 		t = *cfg.Timing

@@ -74,6 +74,7 @@ The command line wins over the environment, which wins over the file.`,
 		newRegistryCmd(),
 		newProxyCmd(),
 		newBenchCmd(),
+		newDoctorCmd(),
 	)
 	return root
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/swarmllm/swarm/api"
+	"github.com/swarmllm/swarm/blocks"
 	"github.com/swarmllm/swarm/hub/modelsrc"
 	"github.com/swarmllm/swarm/internal/cliconf"
 	"github.com/swarmllm/swarm/internal/launch"
@@ -148,7 +149,7 @@ func newServeCmd() *cobra.Command {
 	f.StringVar(&cfg.Tokenizer, "tokenizer", "", "tokenizer file; a server computes blocks only and never loads it (accepted so that serve and generate take the same model flags)")
 	f.StringVar(&o.blocks, "blocks", "", "span of blocks to host, START:END, 0-based half-open (0:2 hosts blocks 0 and 1), or auto: chosen by\n"+
 		"incremental CG-BP placement from the registry (required)")
-	f.StringVar(&cfg.Device, "device", "cpu", server.DeviceHelp())
+	f.StringVar(&cfg.Device, "device", blocks.AutoBackendName, server.DeviceHelp())
 	f.StringVar(&o.cacheDType, "cache-dtype", "", "element type of the attention caches (K and V), f32 or f16; empty = the device's default (f32 on cpu).\n"+
 		"f16 halves the cache bytes per token (s_c), so --memory admits about twice the sessions; logits change slightly\n"+
 		"(prefill and decode still agree bit for bit, so failover replay is exact when every server of a chain uses the same dtype)")

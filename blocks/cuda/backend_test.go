@@ -1,0 +1,69 @@
+package cuda
+
+import (
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/swarmllm/swarm/blocks"
+	"github.com/swarmllm/swarm/blocks/synth"
+	"github.com/swarmllm/swarm/swarm"
+)
+
+// The backend is registered under its name, picks GPUs by `cuda:N`, and
+// refuses other device arguments.
+func TestLookup(t *testing.T) {
+	b, err := blocks.LookupBackend("cuda")
+	require.NoError(t, err)
+	require.Equal(t, Name, b.Name())
+	require.Equal(t, "cuda:0", b.(Backend).Device())
+	require.Equal(t, swarm.DTypeF16, b.CacheDType())
+
+	b, err = blocks.LookupBackend("cuda:3")
+	require.NoError(t, err)
+	require.Equal(t, "cuda:3", b.(Backend).Device())
+
+	for _, bad := range []string{"cuda:x", "cuda:-1", "cuda:"} {
+		_, err = blocks.LookupBackend(bad)
+		require.ErrorIs(t, err, blocks.ErrArgument, bad)
+		require.ErrorContains(t, err, "want cuda:N", bad)
+	}
+	_, err = blocks.LookupBackend("cpu:1")
+	require.ErrorIs(t, err, blocks.ErrArgument)
+	require.ErrorContains(t, err, `backend "cpu" has no devices`)
+}
+
+// Where the backend cannot run, --device auto falls back to the CPU and
+// says why; where it can, auto chooses it.
+func TestAuto(t *testing.T) {
+	b, why := blocks.AutoBackend()
+	if err := (Backend{}).Usable(); err != nil {
+		require.ErrorIs(t, err, ErrUnavailable)
+		require.Equal(t, blocks.CPUBackendName, b.Name())
+		require.Contains(t, why, "cuda: "+err.Error())
+		return
+	}
+	require.Equal(t, Name, b.Name())
+}
+
+// Without a GPU, building an engine fails with ErrUnavailable naming what
+// is missing, and nothing else goes wrong on the way.
+func TestNewEngineWithoutGPU(t *testing.T) {
+	if (Backend{}).Usable() == nil {
+		t.Skip("a GPU is usable here: `swarm doctor --device cuda` checks the engine")
+	}
+	c := synth.DefaultConfig()
+	c.Layers, c.Dim, c.FFN, c.Heads, c.KVHeads = 2, 64, 96, 4, 2
+	c.DType = swarm.DTypeF16
+	path := filepath.Join(t.TempDir(), "m.gguf")
+	require.NoError(t, synth.WriteGGUF(path, c))
+	m, err := blocks.Open(path)
+	require.NoError(t, err)
+	defer m.Close()
+	_, err = m.LoadSpanWith(New(0, t.TempDir()), swarm.Span{Start: 0, End: 2})
+	require.ErrorIs(t, err, ErrUnavailable)
+	_, err = (Backend{}).MemoryBytes()
+	require.ErrorIs(t, err, ErrUnavailable)
+	require.Contains(t, (Backend{}).Describe(), "cuda:0 unavailable")
+}

@@ -1,0 +1,296 @@
+package cuda
+
+import (
+	"fmt"
+	"math"
+	"sync"
+	"unsafe"
+
+	"github.com/swarmllm/swarm/blocks"
+	"github.com/swarmllm/swarm/swarm"
+)
+
+// devMat is a weight matrix in device memory: [rows, cols] fp16,
+// row-major.
+type devMat struct {
+	p          uint64
+	rows, cols int
+}
+
+// gpuLayer is one block's weights on the device; vectors are float32 and 0
+// when the architecture has none in that slot.
+type gpuLayer struct {
+	mats    [blocks.NumSlots]devMat
+	vecs    [blocks.NumSlots]uint64
+	sliding bool
+}
+
+// engine is the CUDA Engine of one span. Forward calls of its sessions
+// run one at a time on the device's stream (mu).
+type engine struct {
+	g         *gpu
+	info      swarm.ModelInfo
+	span      swarm.Span
+	rope      *blocks.RoPETable
+	act       int
+	attnScale float32
+	layers    []*gpuLayer
+	weights   int64 // device bytes of the weights
+	stored    int64 // s_m * m_j: the span's weight bytes as stored in the file
+
+	mu     sync.Mutex // serializes device work; guards the fields below
+	closed bool
+	sc     scratch
+	allocs []uint64 // weight allocations, freed by Close
+}
+
+var _ blocks.Engine = (*engine)(nil)
+
+// scratch is the device working memory of a forward, grown as needed.
+type scratch struct {
+	rows, ctx int // tokens and score columns it was sized for
+	x, xb2    uint64
+	xh        uint64 // fp16 [rows, max(DModel, qDim)]
+	q, k, v   uint64
+	att       uint64
+	hb, up    uint64
+	hbh       uint64 // fp16 [rows, FFNDim]
+	cos, sin  uint64 // [rows, HeadDim/2]
+	cosL      uint64
+	sinL      uint64
+	scores    uint64 // [rows*NHeads, ctx]
+}
+
+// maxChunk is the most tokens one pass of a forward runs: longer steps are
+// split (chunked prefill), which bounds the attention-score scratch and
+// keeps a sliding-window ring from being overwritten by the step's own
+// later positions (a chunk never exceeds swarm.SlidingRewind + 1 tokens).
+const maxChunk = swarm.SlidingRewind
+
+// newEngine uploads the span's weights: matrices widened to fp16,
+// vectors as float32.
+func newEngine(g *gpu, t blocks.SpanTensors, cacheBytes func(swarm.ModelInfo) int64) (*engine, error) {
+	info, cfg, span := t.Info(), t.Config(), t.Span()
+	if info.HeadDim > 256 || info.HeadDim%2 != 0 {
+		return nil, fmt.Errorf("%w: head_dim %d, the CUDA kernels take even head sizes up to 256", blocks.ErrFormat, info.HeadDim)
+	}
+	rope, err := blocks.NewRoPETable(info, cfg)
+	if err != nil {
+		return nil, err
+	}
+	info.CacheBytesPerToken = cacheBytes(info)
+	scale := cfg.AttnScale
+	if scale == 0 {
+		scale = math.Sqrt(float64(info.HeadDim))
+	}
+	act := 0 // kernels.cu glu: 0 SwiGLU, 1 GeGLU
+	if cfg.Activation == blocks.ActGELUTanh {
+		act = 1
+	}
+	e := &engine{g: g, info: info, span: span, rope: rope, act: act, attnScale: float32(scale)}
+	err = g.do(func() error {
+		for b := span.Start; b < span.End; b++ {
+			l, err := e.uploadLayer(t, b)
+			if err != nil {
+				return err
+			}
+			e.layers = append(e.layers, l)
+		}
+		return g.sync()
+	})
+	if err != nil {
+		e.release()
+		return nil, err
+	}
+	return e, nil
+}
+
+// uploadLayer copies block b's tensors to the device (inside do).
+func (e *engine) uploadLayer(t blocks.SpanTensors, b int) (*gpuLayer, error) {
+	l := &gpuLayer{sliding: e.info.IsSliding(b)}
+	for slot := range blocks.NumSlots {
+		ti, ok := t.Tensor(b, slot)
+		if !ok {
+			continue
+		}
+		e.stored += ti.Bytes()
+		if !slot.IsMatrix() {
+			v, err := t.Vector(b, slot)
+			if err != nil {
+				return nil, err
+			}
+			p, err := e.allocWeights(4 * int64(len(v)))
+			if err != nil {
+				return nil, err
+			}
+			if err := e.g.uploadF32(p, v); err != nil {
+				return nil, err
+			}
+			l.vecs[slot] = p
+			continue
+		}
+		m, err := e.uploadMatrix(t, b, slot, ti)
+		if err != nil {
+			return nil, fmt.Errorf("block %d: tensor %s: %w", b, ti.Name, err)
+		}
+		l.mats[slot] = m
+	}
+	return l, nil
+}
+
+// uploadMatrix copies one matrix as fp16: f16 rows as they are stored,
+// other dtypes widened to float32 on the host (blocks.WidenRows) and
+// rounded to fp16 on the device (kernel to_f16), a chunk of rows at a time.
+func (e *engine) uploadMatrix(t blocks.SpanTensors, b int, slot blocks.Slot, ti blocks.TensorInfo) (devMat, error) {
+	m := devMat{rows: ti.Rows, cols: ti.Cols}
+	var err error
+	if m.p, err = e.allocWeights(2 * int64(ti.Rows) * int64(ti.Cols)); err != nil {
+		return devMat{}, err
+	}
+	var stage uint64 // float32 staging buffer for widened rows
+	var stageLen int
+	defer func() {
+		if stage != 0 {
+			e.g.sync()
+			e.g.free(stage)
+		}
+	}()
+	var wide []float32
+	err = t.ReadRows(b, slot, func(r0 int, raw []byte) error {
+		rows := len(raw) / ti.RowBytes()
+		dst := m.p + 2*uint64(r0)*uint64(ti.Cols)
+		if ti.DType == swarm.DTypeF16 {
+			return e.g.upload(dst, unsafe.Pointer(&raw[0]), len(raw))
+		}
+		n := rows * ti.Cols
+		if cap(wide) < n {
+			wide = make([]float32, n)
+		}
+		wide = wide[:n]
+		if err := blocks.WidenRows(ti.DType, raw, ti.Cols, wide); err != nil {
+			return err
+		}
+		if stageLen < n {
+			if stage != 0 {
+				if err := e.g.sync(); err != nil {
+					return err
+				}
+				e.g.free(stage)
+				stage = 0
+			}
+			p, err := e.g.alloc(4 * int64(n))
+			if err != nil {
+				return err
+			}
+			stage, stageLen = p, n
+		}
+		if err := e.g.uploadF32(stage, wide); err != nil {
+			return err
+		}
+		if err := e.g.launch(kToF16, gridFor(n), 256, argPtr(dst), argPtr(stage), argInt(n)); err != nil {
+			return err
+		}
+		// The next chunk reuses wide and stage: let this one finish.
+		return e.g.sync()
+	})
+	return m, err
+}
+
+// allocWeights allocates device memory that Close frees (inside do).
+func (e *engine) allocWeights(bytes int64) (uint64, error) {
+	p, err := e.g.alloc(bytes)
+	if err != nil {
+		return 0, err
+	}
+	e.allocs = append(e.allocs, p)
+	e.weights += bytes
+	return p, nil
+}
+
+// Info describes the model; CacheBytesPerToken counts fp16 caches.
+func (e *engine) Info() swarm.ModelInfo { return e.info }
+
+// Span is the blocks whose weights are on the device.
+func (e *engine) Span() swarm.Span { return e.span }
+
+// WeightBytes is the span's weight bytes as stored in the file, s_m * m_j
+// (the device holds them as fp16: DeviceWeightBytes).
+func (e *engine) WeightBytes() int64 { return e.stored }
+
+// DeviceWeightBytes is the device memory the weights take, bytes.
+func (e *engine) DeviceWeightBytes() int64 { return e.weights }
+
+// Close frees the weights and scratch; sessions still open fail with
+// blocks.ErrClosed.
+func (e *engine) Close() error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.closed {
+		return nil
+	}
+	e.closed = true
+	e.release()
+	return nil
+}
+
+// release frees every device allocation of the engine.
+func (e *engine) release() {
+	_ = e.g.do(func() error {
+		_ = e.g.sync()
+		for _, p := range e.allocs {
+			e.g.free(p)
+		}
+		e.freeScratch()
+		return nil
+	})
+	e.allocs = nil
+}
+
+// freeScratch frees the scratch buffers (inside do).
+func (e *engine) freeScratch() {
+	s := &e.sc
+	for _, p := range []uint64{s.x, s.xb2, s.xh, s.q, s.k, s.v, s.att, s.hb, s.up, s.hbh, s.cos, s.sin, s.cosL, s.sinL, s.scores} {
+		e.g.free(p)
+	}
+	e.sc = scratch{}
+}
+
+// growScratch sizes the scratch for rows tokens attending to at most ctx
+// positions (inside do).
+func (e *engine) growScratch(rows, ctx int) error {
+	if rows <= e.sc.rows && ctx <= e.sc.ctx {
+		return nil
+	}
+	rows, ctx = max(rows, e.sc.rows), max(ctx, e.sc.ctx)
+	_ = e.g.sync()
+	e.freeScratch()
+	info := &e.info
+	qDim, kvDim, half := info.NHeads*info.HeadDim, info.NKVHeads*info.HeadDim, info.HeadDim/2
+	s := scratch{rows: rows, ctx: ctx}
+	for _, a := range []struct {
+		p     *uint64
+		bytes int
+	}{
+		{&s.x, 4 * rows * info.DModel}, {&s.xb2, 4 * rows * info.DModel},
+		{&s.xh, 2 * rows * max(info.DModel, qDim)},
+		{&s.q, 4 * rows * qDim}, {&s.k, 4 * rows * kvDim}, {&s.v, 4 * rows * kvDim}, {&s.att, 4 * rows * qDim},
+		{&s.hb, 4 * rows * info.FFNDim}, {&s.up, 4 * rows * info.FFNDim}, {&s.hbh, 2 * rows * info.FFNDim},
+		{&s.cos, 4 * rows * half}, {&s.sin, 4 * rows * half}, {&s.cosL, 4 * rows * half}, {&s.sinL, 4 * rows * half},
+		{&s.scores, 4 * rows * info.NHeads * ctx},
+	} {
+		p, err := e.g.alloc(int64(a.bytes))
+		if err != nil {
+			e.sc = s
+			e.freeScratch()
+			return err
+		}
+		*a.p = p
+	}
+	e.sc = s
+	return nil
+}
+
+// errClosed is the error of a call after Close.
+func (e *engine) errClosed() error {
+	return fmt.Errorf("%w: CUDA engine for span %s", blocks.ErrClosed, e.span)
+}
