@@ -261,7 +261,15 @@ func (e *engine) growScratch(rows, ctx int) error {
 	if rows <= e.sc.rows && ctx <= e.sc.ctx {
 		return nil
 	}
-	rows, ctx = max(rows, e.sc.rows), max(ctx, e.sc.ctx)
+	// Size for a whole chunk and for twice the positions asked (at least
+	// 256), so that decode steps, one position longer each, reallocate
+	// only when their length doubles.
+	rows = max(rows, e.sc.rows, maxChunk)
+	ctx = max(ctx, 2*e.sc.ctx, 256)
+	if e.info.MaxSeqLen > 0 {
+		ctx = min(ctx, max(e.info.MaxSeqLen, 1))
+	}
+	ctx = max(ctx, 1)
 	_ = e.g.sync()
 	e.freeScratch()
 	info := &e.info

@@ -91,6 +91,7 @@ func newBenchServerCmd() *cobra.Command {
 	f.StringVar(&cfg.Model, "model", "", "model: a .gguf file, a llama2.c .bin checkpoint or a Hugging Face directory (required)")
 	f.StringVar(&blocks, "blocks", "", "span of blocks to serve, START:END, 0-based half-open (required)")
 	f.StringVar(&concurrency, "concurrency", "1,4,16", "comma-separated numbers of concurrent sessions")
+	f.StringVar(&cfg.Device, "device", "cpu", "the server's engine backend, as `swarm serve --device` (cpu, cuda, cuda:N, auto)")
 	f.IntVar(&cfg.Tokens, "tokens", cfg.Tokens, "timed decode steps per session")
 	f.IntVar(&cfg.Prompt, "prompt", cfg.Prompt, "prompt tokens each session prefills before decoding")
 	f.IntVar(&cfg.Warmup, "warmup", cfg.Warmup, "untimed decode steps per session before the timed ones")

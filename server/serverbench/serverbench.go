@@ -30,6 +30,9 @@ type Config struct {
 	// (--blocks START:END).
 	Model  string
 	Blocks swarm.Span
+	// Device is the server's engine backend (--device, server.Config.Device):
+	// "" for the CPU.
+	Device string
 	// Concurrency lists the numbers of concurrent sessions to measure
 	// (--concurrency 1,4,16), each >= 1.
 	Concurrency []int
@@ -198,6 +201,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) (Report, error) {
 func measure(ctx context.Context, cfg Config, log *slog.Logger) (Report, error) {
 	sc := server.DefaultConfig()
 	sc.Model, sc.Blocks, sc.MeasureCacheDir, sc.DrainTimeout = cfg.Model, cfg.Blocks, cfg.MeasureCacheDir, 0
+	sc.Device = cfg.Device
 	srv, err := server.New(ctx, sc, log)
 	if err != nil {
 		return Report{}, fmt.Errorf("serverbench: %w", err)
