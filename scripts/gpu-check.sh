@@ -1,11 +1,15 @@
 #!/usr/bin/env bash
 # The GPU issue's measurements, for a machine with an NVIDIA GPU and no Go:
-# build bin/swarm here with `CGO_ENABLED=0 make build`, copy the checkout
-# there, and run `bash scripts/gpu-check.sh` from its root. Results go to
+# build bin/swarm here with `CGO_ENABLED=0 go build -ldflags "-s -w" -o
+# bin/swarm ./cmd/swarm` (57 MB; the device tool carries at most 64 MiB),
+# copy the checkout there (with $SWARM_SHARED naming a copy of
+# shared/models/stories260K for the greedy check), and run `bash
+# scripts/gpu-check.sh` from its root. Results go to
 # $OUT (default /tmp/gpu-check): nvidia-smi, the parity harness
 # (`swarm doctor --device cuda`, every architecture and weight dtype, greedy
 # stories260K when $SWARM_SHARED/models has it), and `swarm bench server`
-# on a synthesized 7B-shaped f16 span of 4 blocks on the GPU and on the CPU.
+# on a synthesized 7B-shaped f16 span of 4 blocks on the GPU and on the CPU,
+# then PyTorch's LlamaDecoderLayer on the same shape (scripts/torch_block_bench.py).
 # Nothing here has run on a GPU yet (see README, Limits).
 set -uo pipefail
 OUT=${OUT:-/tmp/gpu-check}
@@ -27,3 +31,7 @@ for dev in cuda cpu; do
     --tokens 32 --prefill 512 --json > "$OUT/bench-$dev.json" 2> "$OUT/bench-$dev.log"
   echo "rc=$?"; cat "$OUT/bench-$dev.json"
 done
+
+echo "== PyTorch LlamaDecoderLayer, same shape, fp16, batch 1 and 16 (scripts/torch_block_bench.py)"
+timeout 180 python3 scripts/torch_block_bench.py --batch 1,16 > "$OUT/torch.json" 2> "$OUT/torch.log"
+echo "rc=$?"; cat "$OUT/torch.json"; tail -n 5 "$OUT/torch.log"

@@ -201,6 +201,32 @@ func AutoDevice() string {
 	return why
 }
 
+// DeviceMemory is the free memory of the configured backend's own device
+// (a GPU's), bytes, when the backend has one (a method MemoryBytes()
+// (int64, error), as the CUDA backend has); ok is false for the CPU, whose
+// memory is the machine's. Errors wrap ErrBadConfig (an unknown --device)
+// or are the device's own.
+func (c Config) DeviceMemory() (bytes int64, ok bool, err error) {
+	b, err := c.backend()
+	if err != nil {
+		return 0, false, err
+	}
+	return deviceMemory(b)
+}
+
+// deviceMemory asks b for its device's free memory (see DeviceMemory).
+func deviceMemory(b blocks.Backend) (int64, bool, error) {
+	d, ok := b.(interface{ MemoryBytes() (int64, error) })
+	if !ok {
+		return 0, false, nil
+	}
+	m, err := d.MemoryBytes()
+	if err != nil {
+		return 0, true, fmt.Errorf("server: free memory of device %s: %w", b.Name(), err)
+	}
+	return m, true, nil
+}
+
 // backend is the configured backend (--device) keeping its attention
 // caches as --cache-dtype says. Errors wrap ErrBadConfig.
 func (c Config) backend() (blocks.Backend, error) {

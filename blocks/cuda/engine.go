@@ -42,6 +42,8 @@ type engine struct {
 	closed bool
 	sc     scratch
 	allocs []uint64 // weight allocations, freed by Close
+	// open are the sessions not closed yet: Close frees their caches too.
+	open map[*session]struct{}
 }
 
 var _ blocks.Engine = (*engine)(nil)
@@ -213,15 +215,17 @@ func (e *engine) Info() swarm.ModelInfo { return e.info }
 // Span is the blocks whose weights are on the device.
 func (e *engine) Span() swarm.Span { return e.span }
 
-// WeightBytes is the span's weight bytes as stored in the file, s_m * m_j
-// (the device holds them as fp16: DeviceWeightBytes).
-func (e *engine) WeightBytes() int64 { return e.stored }
+// WeightBytes is the device memory the span's weights take, bytes: s_m *
+// m_j of the memory model (paper 003 eq. 2) as this engine holds them,
+// fp16, which for a quantized file is more than its stored bytes
+// (StoredWeightBytes).
+func (e *engine) WeightBytes() int64 { return e.weights }
 
-// DeviceWeightBytes is the device memory the weights take, bytes.
-func (e *engine) DeviceWeightBytes() int64 { return e.weights }
+// StoredWeightBytes is the span's weight bytes as stored in the file.
+func (e *engine) StoredWeightBytes() int64 { return e.stored }
 
-// Close frees the weights and scratch; sessions still open fail with
-// blocks.ErrClosed.
+// Close frees the weights, the scratch and the caches of sessions still
+// open, which then fail with blocks.ErrClosed.
 func (e *engine) Close() error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -229,6 +233,10 @@ func (e *engine) Close() error {
 		return nil
 	}
 	e.closed = true
+	for s := range e.open {
+		s.free()
+	}
+	e.open = nil
 	e.release()
 	return nil
 }

@@ -48,15 +48,25 @@ func openGPU(ordinal int, cache ptxCache) (g *gpu, storeErr error, err error) {
 	if ordinal < 0 || ordinal >= len(devs) {
 		return nil, nil, fmt.Errorf("%w: cuda:%d, the driver sees %d GPU(s) (cuda:0..cuda:%d)", ErrUnavailable, ordinal, len(devs), len(devs)-1)
 	}
-	g = &gpu{d: d, blas: b, dev: devs[ordinal]}
-	ptx, cached, storeErr, err := kernelsPTX(n, cache, g.dev.Arch())
+	ptx, cached, storeErr, err := kernelsPTX(n, cache, devs[ordinal].Arch())
 	if err != nil {
 		return nil, nil, err
 	}
+	if g, err = newGPU(d, b, devs[ordinal], ptx); err != nil {
+		return nil, nil, err
+	}
 	g.ptxCached = cached
-	err = g.do(func() error {
+	return g, storeErr, nil
+}
+
+// newGPU sets up device dev through driver d and cuBLAS b: its primary
+// context, the kernels of ptx (NUL-terminated), a stream and a cuBLAS
+// handle on it. The tests give it a twin of the driver and cuBLAS.
+func newGPU(d *driver, b *cublas, dev Device, ptx []byte) (*gpu, error) {
+	g := &gpu{d: d, blas: b, dev: dev}
+	err := g.do(func() error {
 		var h int32
-		if err := d.check("cuDeviceGet", d.cuDeviceGet(&h, int32(ordinal))); err != nil {
+		if err := d.check("cuDeviceGet", d.cuDeviceGet(&h, int32(dev.Ordinal))); err != nil {
 			return err
 		}
 		if err := d.check("cuDevicePrimaryCtxRetain", d.cuDevicePrimaryCtxRetain(&g.ctx, h)); err != nil {
@@ -83,9 +93,9 @@ func openGPU(ordinal int, cache ptxCache) (g *gpu, storeErr error, err error) {
 	})
 	if err != nil {
 		g.close()
-		return nil, nil, err
+		return nil, err
 	}
-	return g, storeErr, nil
+	return g, nil
 }
 
 // do runs f with the device's context current on this goroutine's OS

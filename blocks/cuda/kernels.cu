@@ -24,6 +24,7 @@
 // ---------------------------------------------------------------------------
 // Helpers
 
+#ifndef SWARM_HOST_EMULATION
 // f16 rounds x to the nearest binary16 value and returns its bits.
 __device__ __forceinline__ unsigned short f16(float x)
 {
@@ -39,6 +40,12 @@ __device__ __forceinline__ float f32(unsigned short h)
     asm("cvt.f32.f16 %0, %1;" : "=f"(r) : "h"(h));
     return r;
 }
+#else
+// The host emulation of the tests (testdata/host_shim.h) converts in
+// software, with the same rounding.
+__device__ __forceinline__ unsigned short f16(float x) { return host_f16(x); }
+__device__ __forceinline__ float f32(unsigned short h) { return host_f32(h); }
+#endif
 
 // sw_exp is the exponential used by softmax and SwiGLU, computed in double
 // and rounded as the CPU's float32(math.Exp(float64(x))) is (expf could be

@@ -71,6 +71,10 @@ func (e *engine) NewSession(sub swarm.Span, maxLength int) (blocks.Session, erro
 		s.free()
 		return nil, fmt.Errorf("cuda: attention caches of %s for %d tokens: %w", sub, maxLength, err)
 	}
+	if e.open == nil {
+		e.open = map[*session]struct{}{}
+	}
+	e.open[s] = struct{}{}
 	return s, nil
 }
 
@@ -109,6 +113,7 @@ func (s *session) Close() error {
 	s.closed = true
 	if !s.e.closed {
 		s.free()
+		delete(s.e.open, s)
 	}
 	return nil
 }

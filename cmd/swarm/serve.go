@@ -156,7 +156,7 @@ func newServeCmd() *cobra.Command {
 	f.StringVar(&cfg.Listen, "listen", cfg.Listen, "TCP address of the websocket, HOST:PORT; port 0 lets the OS choose (the URL is printed);\n"+
 		"none: no websocket, sessions only over the /swarm/inference/1 libp2p stream")
 	f.Var(cliconf.NewBytes(&cfg.MemoryBytes), "memory", fmt.Sprintf("memory M_j for block weights plus attention caches: bytes or a size (8GiB, 500MB); 0 = with a fixed span the weights plus room\n"+
-		"for %d sessions of the model's whole context, with --blocks auto %.0f%% of the available memory (MemAvailable)",
+		"for %d sessions of the model's whole context, with --blocks auto %.0f%% of the available memory (MemAvailable; on a GPU, of its free memory)",
 		server.DefaultMemorySessions, 100*node.DefaultMemoryFraction))
 	f.IntVar(&cfg.MaxSessions, "max-sessions", 0, "most sessions open at once; 0 = no cap (memory alone decides)")
 	f.DurationVar(&cfg.SessionIdleTimeout, "session-idle-timeout", cfg.SessionIdleTimeout, "close a session with no step for this long, freeing its attention caches (the client reopens and replays); 0 = never")
@@ -310,9 +310,19 @@ func runServe(ctx context.Context, out, errOut io.Writer, cfg server.Config, o s
 // runs node.RunServer, printing the ready lines.
 func runSwarmServe(ctx context.Context, out io.Writer, logger *slog.Logger, cfg server.Config, o serveOptions) error {
 	if o.auto && cfg.MemoryBytes == 0 {
-		m, err := node.DefaultMemory()
-		if err != nil {
+		// A GPU's blocks and caches live in its own memory: offer the same
+		// fraction of what it has free; the CPU offers the machine's.
+		m, onDevice, err := cfg.DeviceMemory()
+		switch {
+		case err != nil:
 			return fmt.Errorf("%w: --blocks auto: %w", errUsage, err)
+		case onDevice:
+			m = int64(float64(m) * node.DefaultMemoryFraction)
+			logger.Info("memory from the device", "device", cfg.Device, "memory", m)
+		default:
+			if m, err = node.DefaultMemory(); err != nil {
+				return fmt.Errorf("%w: --blocks auto: %w", errUsage, err)
+			}
 		}
 		cfg.MemoryBytes = m
 	}

@@ -1,0 +1,293 @@
+package cuda
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"math"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"unsafe"
+
+	"github.com/stretchr/testify/require"
+	"github.com/x448/float16"
+
+	"github.com/swarmllm/swarm/blocks"
+	"github.com/swarmllm/swarm/blocks/parity"
+	"github.com/swarmllm/swarm/blocks/synth"
+	"github.com/swarmllm/swarm/swarm"
+)
+
+// twin is an in-memory twin of the CUDA driver and cuBLAS, for running the
+// CUDA engine's own code (weights upload, scratch, caches, every launch
+// and its arguments, chunking, replay) on a machine without a GPU. Device
+// memory is Go memory; a kernel launch runs the real kernels.cu through the
+// host emulator (emulate_test.go), one process per launch, with the
+// buffers it points into; cublasGemmEx is a plain Go loop with float32
+// sums. What it cannot say: anything about the PTX, the GPU's float
+// behaviour or cuBLAS's algorithms.
+type twin struct {
+	t      *testing.T
+	emu    string
+	mu     sync.Mutex
+	allocs map[uint64][]byte // base address -> memory
+	fns    map[uintptr]kernel
+}
+
+// kernelParams are the parameter kinds of each kernel, in order: p a
+// device pointer, i an int, f a float.
+var kernelParams = [numKernels]string{
+	kRMSNorm: "ppppif", kAddBias: "ppii", kRoPE: "pppiii", kStoreKV: "ppppiiii",
+	kAttention: "pppppiiiiiiifi", kGLU: "pppii", kToF16: "ppi", kAdd: "ppi", kF16ToF32: "ppi",
+}
+
+// newTwinGPU returns a gpu whose driver and cuBLAS are a twin.
+func newTwinGPU(t *testing.T) (*gpu, *twin) {
+	tw := &twin{t: t, emu: emulator(t), allocs: map[uint64][]byte{}, fns: map[uintptr]kernel{}}
+	ok := func() int32 { return 0 }
+	d := &driver{
+		cuGetErrorName:            func(r int32, s **byte) int32 { return 1 },
+		cuGetErrorString:          func(r int32, s **byte) int32 { return 1 },
+		cuDeviceGet:               func(dev *int32, i int32) int32 { *dev = i; return 0 },
+		cuDevicePrimaryCtxRetain:  func(ctx *uintptr, dev int32) int32 { *ctx = 1; return 0 },
+		cuDevicePrimaryCtxRelease: func(int32) int32 { return ok() },
+		cuCtxSetCurrent:           func(uintptr) int32 { return ok() },
+		cuModuleLoadData:          func(m *uintptr, _ unsafe.Pointer) int32 { *m = 1; return 0 },
+		cuModuleUnload:            func(uintptr) int32 { return ok() },
+		cuModuleGetFunction: func(fn *uintptr, _ uintptr, name string) int32 {
+			for k, n := range kernelNames {
+				if n == name {
+					*fn = uintptr(k + 1)
+					tw.fns[*fn] = kernel(k)
+					return 0
+				}
+			}
+			return 500 // CUDA_ERROR_NOT_FOUND
+		},
+		cuStreamCreate:      func(s *uintptr, _ uint32) int32 { *s = 1; return 0 },
+		cuStreamDestroy:     func(uintptr) int32 { return ok() },
+		cuStreamSynchronize: func(uintptr) int32 { return ok() },
+		cuMemGetInfo:        func(free, total *uint64) int32 { *free, *total = 1<<30, 1<<30; return 0 },
+		cuMemAlloc:          tw.alloc,
+		cuMemFree: func(p uint64) int32 {
+			tw.mu.Lock()
+			defer tw.mu.Unlock()
+			delete(tw.allocs, p)
+			return 0
+		},
+		cuMemcpyHtoDAsync: func(dst uint64, src unsafe.Pointer, n uint64, _ uintptr) int32 {
+			copy(tw.mem(dst, int(n)), unsafe.Slice((*byte)(src), n))
+			return 0
+		},
+		cuMemcpyDtoHAsync: func(dst unsafe.Pointer, src uint64, n uint64, _ uintptr) int32 {
+			copy(unsafe.Slice((*byte)(dst), n), tw.mem(src, int(n)))
+			return 0
+		},
+		cuLaunchKernel: tw.launch,
+	}
+	b := &cublas{
+		cublasCreate:          func(h *uintptr) int32 { *h = 1; return 0 },
+		cublasDestroy:         func(uintptr) int32 { return ok() },
+		cublasSetStream:       func(uintptr, uintptr) int32 { return ok() },
+		cublasGetStatusString: func(int32) *byte { return nil },
+		cublasGemmEx:          tw.gemmEx,
+	}
+	g, err := newGPU(d, b, Device{Name: "twin", Major: 9}, []byte("twin\x00"))
+	require.NoError(t, err)
+	return g, tw
+}
+
+func (tw *twin) alloc(p *uint64, n uint64) int32 {
+	tw.mu.Lock()
+	defer tw.mu.Unlock()
+	buf := make([]byte, n)
+	*p = uint64(uintptr(unsafe.Pointer(&buf[0])))
+	tw.allocs[*p] = buf
+	return 0
+}
+
+// find returns the allocation holding address p and p's offset in it.
+func (tw *twin) find(p uint64) (base uint64, off int) {
+	tw.mu.Lock()
+	defer tw.mu.Unlock()
+	for b, buf := range tw.allocs {
+		if p >= b && p < b+uint64(len(buf)) {
+			return b, int(p - b)
+		}
+	}
+	tw.t.Fatalf("twin: address %#x is in no allocation", p)
+	return 0, 0
+}
+
+// mem is the n bytes of device memory at p.
+func (tw *twin) mem(p uint64, n int) []byte {
+	b, off := tw.find(p)
+	tw.mu.Lock()
+	defer tw.mu.Unlock()
+	return tw.allocs[b][off : off+n]
+}
+
+// launch runs the kernel through the host emulator: every allocation an
+// argument points into goes out as a file and comes back.
+func (tw *twin) launch(fn uintptr, gx, gy, gz, bx, by, bz, shared uint32, _ uintptr, params, _ unsafe.Pointer) int32 {
+	k, ok := tw.fns[fn]
+	if !ok || gy != 1 || gz != 1 || by != 1 || bz != 1 || shared != 0 {
+		tw.t.Fatalf("twin: launch of %d on %dx%dx%d x %dx%dx%d", fn, gx, gy, gz, bx, by, bz)
+	}
+	kinds := kernelParams[k]
+	slots := unsafe.Slice((*unsafe.Pointer)(params), len(kinds))
+	dir := tw.t.TempDir()
+	lines := []string{fmt.Sprintf("kernel %s %d %d", kernelNames[k], gx, bx)}
+	files := map[uint64]int{}
+	var order []uint64
+	var args []string
+	for i, kind := range kinds {
+		v := *(*uint64)(slots[i])
+		switch kind {
+		case 'i':
+			args = append(args, fmt.Sprintf("int %d", int32(uint32(v))))
+		case 'f':
+			args = append(args, fmt.Sprintf("float %.9g", math.Float32frombits(uint32(v))))
+		case 'p':
+			if v == 0 {
+				args = append(args, "null")
+				continue
+			}
+			base, off := tw.find(v)
+			id, seen := files[base]
+			if !seen {
+				id = len(order)
+				files[base] = id
+				order = append(order, base)
+				p := filepath.Join(dir, fmt.Sprint(id))
+				require.NoError(tw.t, os.WriteFile(p, tw.allocs[base], 0o644))
+				lines = append(lines, fmt.Sprintf("file %d %s", id, p))
+			}
+			args = append(args, fmt.Sprintf("ptr %d %d", id, off))
+		}
+	}
+	job := filepath.Join(dir, "job")
+	require.NoError(tw.t, os.WriteFile(job, []byte(strings.Join(append(lines, args...), "\n")+"\n"), 0o644))
+	out, err := exec.Command(tw.emu, job).CombinedOutput()
+	require.NoError(tw.t, err, "%s: %s", kernelNames[k], out)
+	for id, base := range order {
+		raw, err := os.ReadFile(filepath.Join(dir, fmt.Sprint(id)))
+		require.NoError(tw.t, err)
+		copy(tw.allocs[base], raw)
+	}
+	return 0
+}
+
+// gemmEx is the one product the engine asks for: C (rows x n, float32) =
+// A^T (A: cols x rows fp16, lda) times B (cols x n fp16, ldb), column-major,
+// float32 sums in column order.
+func (tw *twin) gemmEx(_ uintptr, ta, tb, m, n, k int32, alpha unsafe.Pointer, a uint64, at, lda int32, b uint64, bt, ldb int32,
+	beta unsafe.Pointer, c uint64, ct, ldc, compute, algo int32) int32 {
+	require.Equal(tw.t, []int32{cublasOpT, cublasOpN, cudaR16F, cudaR16F, cudaR32F, cublasCompute32F, cublasGemmDefault},
+		[]int32{ta, tb, at, bt, ct, compute, algo})
+	require.Equal(tw.t, float32(1), *(*float32)(alpha))
+	require.Equal(tw.t, float32(0), *(*float32)(beta))
+	am := tw.mem(a, 2*int(lda)*int(m))
+	bm := tw.mem(b, 2*int(ldb)*int(n))
+	cm := tw.mem(c, 4*int(ldc)*int(n))
+	h := func(buf []byte, i int) float32 {
+		return float16.Frombits(binary.LittleEndian.Uint16(buf[2*i:])).Float32()
+	}
+	for j := range int(n) {
+		for i := range int(m) {
+			var s float32
+			for l := range int(k) {
+				s += h(am, i*int(lda)+l) * h(bm, j*int(ldb)+l)
+			}
+			binary.LittleEndian.PutUint32(cm[4*(j*int(ldc)+i):], math.Float32bits(s))
+		}
+	}
+	return 0
+}
+
+// twinBackend builds the CUDA engine on the twin.
+type twinBackend struct{ g *gpu }
+
+func (twinBackend) Name() string              { return "cuda-twin" }
+func (twinBackend) CacheDType() swarm.DType   { return swarm.DTypeF16 }
+func (twinBackend) ComputeDType() swarm.DType { return swarm.DTypeF16 }
+func (b twinBackend) NewEngine(t blocks.SpanTensors) (blocks.Engine, error) {
+	return newEngine(b.g, t, func(info swarm.ModelInfo) int64 { return blocks.CacheBytesPerToken(info, swarm.DTypeF16) })
+}
+
+// The CUDA engine's code on the twin against the CPU engine, through the
+// doctor's parity harness: every architecture (biases, q/k norms, post
+// norms, sliding windows with rings, GeGLU), a quantized file widened on
+// upload, the replay check; and a prefill longer than one chunk.
+func TestEngineOnTwin(t *testing.T) {
+	g, _ := newTwinGPU(t)
+	tb := twinBackend{g}
+	dir := t.TempDir()
+	cases := []struct{ arch, dtype string }{{synth.ArchLlama, "q4_k"}}
+	for _, arch := range synth.Archs {
+		cases = append(cases, struct{ arch, dtype string }{arch, "f16"})
+	}
+	for _, c := range cases {
+		t.Run(c.arch+"/"+c.dtype, func(t *testing.T) {
+			path, err := parity.SynthModel(dir, c.arch, c.dtype, 1)
+			require.NoError(t, err)
+			m, err := blocks.Open(path)
+			require.NoError(t, err)
+			defer m.Close()
+			opts := parity.DefaultOptions()
+			opts.Prefill, opts.Decode, opts.Replay = 6, 3, 2
+			rep, err := parity.Compare(context.Background(), blocks.CPU(), tb, m, opts)
+			require.NoError(t, err)
+			t.Logf("%s %s: max abs %.3g, max rel %.3g (bound %g), replay exact %v", c.arch, c.dtype, rep.MaxAbsErr, rep.MaxRelErr, rep.Bound, rep.ReplayExact)
+			require.True(t, rep.Pass, "%v", rep.Failures)
+			require.Positive(t, rep.MaxAbsErr, "fp16 products differ from the CPU's float32 ones")
+		})
+	}
+	// A prefill of more than one chunk (maxChunk tokens) over a model with
+	// sliding windows: the chunks and the rings must still agree.
+	t.Run("gemma3/f16/chunked", func(t *testing.T) {
+		path, err := parity.SynthModel(dir, synth.ArchGemma3, "f16", 2)
+		require.NoError(t, err)
+		m, err := blocks.Open(path)
+		require.NoError(t, err)
+		defer m.Close()
+		opts := parity.DefaultOptions()
+		opts.Prefill, opts.Decode, opts.Replay = maxChunk+6, 1, 2
+		rep, err := parity.Compare(context.Background(), blocks.CPU(), tb, m, opts)
+		require.NoError(t, err)
+		t.Logf("max rel %.3g (bound %g), replay exact %v", rep.MaxRelErr, rep.Bound, rep.ReplayExact)
+		require.True(t, rep.Pass, "%v", rep.Failures)
+	})
+}
+
+// Closing the engine frees every device allocation it made, the caches of
+// sessions left open included; those sessions then fail with ErrClosed.
+func TestEngineCloseFreesDeviceMemory(t *testing.T) {
+	g, tw := newTwinGPU(t)
+	path, err := parity.SynthModel(t.TempDir(), synth.ArchLlama, "f16", 1)
+	require.NoError(t, err)
+	m, err := blocks.Open(path)
+	require.NoError(t, err)
+	defer m.Close()
+	e, err := m.LoadSpanWith(twinBackend{g}, swarm.Span{Start: 0, End: m.Info().NBlocks})
+	require.NoError(t, err)
+	require.Equal(t, e.(*engine).weights, e.WeightBytes(), "admission counts the fp16 bytes on the device")
+	a, err := e.NewSession(e.Span(), 16)
+	require.NoError(t, err)
+	b, err := e.NewSession(e.Span(), 16)
+	require.NoError(t, err)
+	require.Equal(t, e.Info().SpanCacheBytes(e.Span(), 16), a.CacheBytes())
+	_, err = a.Forward(context.Background(), 0, make([]float32, 2*m.Info().DModel), 2)
+	require.NoError(t, err)
+	require.NoError(t, b.Close())
+	require.NotEmpty(t, tw.allocs)
+	require.NoError(t, e.Close())
+	require.Empty(t, tw.allocs, "weights, scratch and the open session's caches are freed")
+	_, err = a.Forward(context.Background(), 2, make([]float32, m.Info().DModel), 1)
+	require.ErrorIs(t, err, blocks.ErrClosed)
+	require.NoError(t, a.Close())
+}
