@@ -1,3 +1,5 @@
+//go:build !purego
+
 package cuda
 
 import (
@@ -17,8 +19,8 @@ import (
 )
 
 // The kernels of kernels.cu run on the CPU (testdata/host_shim.h: each
-// launch's blocks in turn, a block's threads as real threads meeting at
-// barriers) and are checked against the arithmetic of the CPU engine,
+// launch's blocks in turn, a block's threads as fibers that all reach a
+// barrier before any passes it) and are checked against the arithmetic of the CPU engine,
 // written out here. This catches indexing and arithmetic mistakes without
 // a GPU; it says nothing of speed or of the PTX the GPU runs.
 
@@ -43,7 +45,7 @@ func emulator(t *testing.T) string {
 			return
 		}
 		emuPath = filepath.Join(dir, "emu")
-		out, err := exec.Command(cxx, "-std=c++20", "-O1", "-pthread", "-DSWARM_HOST_EMULATION",
+		out, err := exec.Command(cxx, "-std=c++20", "-O1", "-DSWARM_HOST_EMULATION",
 			"-include", "testdata/host_shim.h", "-x", "c++", "kernels.cu", "-x", "none", "testdata/host_main.cc",
 			"-o", emuPath).CombinedOutput()
 		if err != nil {

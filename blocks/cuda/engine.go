@@ -273,6 +273,7 @@ func (e *engine) growScratch(rows, ctx int) error {
 	// 256), so that decode steps, one position longer each, reallocate
 	// only when their length doubles.
 	rows = max(rows, e.sc.rows, maxChunk)
+	rows = (rows + gemmCols - 1) / gemmCols * gemmCols
 	ctx = max(ctx, 2*e.sc.ctx, 256)
 	if e.info.MaxSeqLen > 0 {
 		ctx = min(ctx, max(e.info.MaxSeqLen, 1))
@@ -295,7 +296,13 @@ func (e *engine) growScratch(rows, ctx int) error {
 		{&s.scores, 4 * rows * info.NHeads * ctx},
 	} {
 		p, err := e.g.alloc(int64(a.bytes))
+		if err == nil {
+			// Zeros: the padding rows of a pass's matrix products
+			// (gemmCols) are read before anything writes them.
+			err = e.g.d.check("cuMemsetD8Async", e.g.d.cuMemsetD8Async(p, 0, uint64(a.bytes), e.g.stream))
+		}
 		if err != nil {
+			e.g.free(p)
 			e.sc = s
 			e.freeScratch()
 			return err

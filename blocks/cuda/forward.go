@@ -2,9 +2,26 @@ package cuda
 
 import "github.com/swarmllm/swarm/blocks"
 
-// forward runs the n tokens of in [n, DModel] at positions pos.. through
-// s's blocks and writes out [n, DModel] (inside do, under e.mu). Per block,
-// as the CPU engine's forwardBlock (blocks/block.go):
+// seg is one session's rows in a pass: n tokens at positions pos.., rows
+// off..off+n-1 of the pass.
+type seg struct {
+	s           *session
+	pos, n, off int
+}
+
+// gemmCols is the width of every matrix product's column tile: cuBLAS is
+// always asked for [rows, gemmCols] outputs, the rows of a pass padded
+// with zeros to a multiple of it, so that a token's products are computed
+// by the same cuBLAS algorithm whether it comes alone, in a prefill or in
+// a batch (cuBLAS picks its algorithm by shape). On a GPU a decode step
+// is bound by reading the weights, so the padding costs little there.
+const gemmCols = 16
+
+// forward runs the rows of segs, in [rows, DModel] with rows the segs'
+// tokens (at most maxChunk), through the blocks of their sessions (all of
+// one sub-span) and writes out [rows, DModel] (inside do, under e.mu). A
+// row's result depends only on its own values and its own session's
+// caches. Per block, as the CPU engine's forwardBlock (blocks/block.go):
 //
 //	xb = RMSNorm(x); q, k, v = Wq·xb (+bq), Wk·xb (+bk), Wv·xb (+bv)
 //	q, k = RoPE(qn(q)), RoPE(kn(k)); caches += k, v
@@ -13,24 +30,33 @@ import "github.com/swarmllm/swarm/blocks"
 //
 // Matrix products run on cuBLAS with fp16 inputs and float32 sums; the
 // rest are the kernels of kernels.cu in float32.
-func (e *engine) forward(s *session, pos int, in, out []float32, n int) error {
+func (e *engine) forward(segs []seg, in, out []float32) error {
 	info := &e.info
 	d, hd, nh, nkv := info.DModel, info.HeadDim, info.NHeads, info.NKVHeads
 	qDim, kvDim, half, ffn := nh*hd, nkv*hd, hd/2, info.FFNDim
 	eps := float32(info.NormEps)
 	g := e.g
-	if err := e.growScratch(n, pos+n); err != nil {
+	n, ctxMax := 0, 0
+	for _, sg := range segs {
+		n += sg.n
+		ctxMax = max(ctxMax, sg.pos+sg.n)
+	}
+	if err := e.growScratch(n, ctxMax); err != nil {
 		return err
 	}
 	sc := &e.sc
+	sub := segs[0].s.sub
 
-	// RoPE angles of the n positions (the sliding blocks' own when they
-	// rotate with another base).
+	// RoPE angles of every row's position (the sliding blocks' own when
+	// they rotate with another base).
 	cos, sin := make([]float32, n*half), make([]float32, n*half)
 	cosL, sinL := make([]float32, n*half), make([]float32, n*half)
-	for t := range n {
-		e.rope.Angles(pos+t, false, cos[t*half:(t+1)*half], sin[t*half:(t+1)*half])
-		e.rope.Angles(pos+t, true, cosL[t*half:(t+1)*half], sinL[t*half:(t+1)*half])
+	for _, sg := range segs {
+		for t := range sg.n {
+			r := (sg.off + t) * half
+			e.rope.Angles(sg.pos+t, false, cos[r:r+half], sin[r:r+half])
+			e.rope.Angles(sg.pos+t, true, cosL[r:r+half], sinL[r:r+half])
+		}
 	}
 	for _, u := range []struct {
 		p uint64
@@ -54,7 +80,11 @@ func (e *engine) forward(s *session, pos int, in, out []float32, n int) error {
 		})
 	}
 	gemm := func(o uint64, m devMat, x uint64) {
-		run(func() error { return g.blas.gemm(g.handle, o, m.p, x, m.rows, m.cols, n) })
+		for c := 0; c < n; c += gemmCols {
+			run(func() error {
+				return g.blas.gemm(g.handle, o+4*uint64(c*m.rows), m.p, x+2*uint64(c*m.cols), m.rows, m.cols, gemmCols)
+			})
+		}
 	}
 	ew := func(k kernel, total int, args ...uint64) {
 		run(func() error { return g.launch(k, gridFor(total), 256, args...) })
@@ -66,9 +96,8 @@ func (e *engine) forward(s *session, pos int, in, out []float32, n int) error {
 		ew(kAdd, n*d, argPtr(sc.x), argPtr(sc.xb2), argInt(n*d))
 	}
 
-	for b := s.sub.Start; b < s.sub.End; b++ {
+	for b := sub.Start; b < sub.End; b++ {
 		l := e.layers[b-e.span.Start]
-		c := s.caches[b-s.sub.Start]
 		m, v := &l.mats, &l.vecs
 
 		// Attention.
@@ -91,19 +120,24 @@ func (e *engine) forward(s *session, pos int, in, out []float32, n int) error {
 		}
 		ew(kRoPE, n*nh*half, argPtr(sc.q), argPtr(cp), argPtr(sp), argInt(nh), argInt(hd), argInt(n))
 		ew(kRoPE, n*nkv*half, argPtr(sc.k), argPtr(cp), argPtr(sp), argInt(nkv), argInt(hd), argInt(n))
-		ring := 0
-		if c.ring {
-			ring = c.rows
-		}
-		ew(kStoreKV, n*kvDim, argPtr(c.k), argPtr(c.v), argPtr(sc.k), argPtr(sc.v), argInt(kvDim), argInt(pos), argInt(ring), argInt(n))
 		window := 0
 		if l.sliding {
 			window = info.SlidingWindow
 		}
-		run(func() error {
-			return g.launch(kAttention, uint32(n*nh), 128, argPtr(sc.att), argPtr(sc.q), argPtr(c.k), argPtr(c.v), argPtr(sc.scores),
-				argInt(nh), argInt(nkv), argInt(hd), argInt(pos), argInt(n), argInt(window), argInt(ring), argF32(e.attnScale), argInt(sc.ctx))
-		})
+		for _, sg := range segs {
+			c := sg.s.caches[b-sub.Start]
+			ring := 0
+			if c.ring {
+				ring = c.rows
+			}
+			ew(kStoreKV, sg.n*kvDim, argPtr(c.k), argPtr(c.v), argPtr(offF32(sc.k, sg.off*kvDim)), argPtr(offF32(sc.v, sg.off*kvDim)),
+				argInt(kvDim), argInt(sg.pos), argInt(ring), argInt(sg.n))
+			run(func() error {
+				return g.launch(kAttention, uint32(sg.n*nh), 128, argPtr(offF32(sc.att, sg.off*qDim)), argPtr(offF32(sc.q, sg.off*qDim)),
+					argPtr(c.k), argPtr(c.v), argPtr(sc.scores),
+					argInt(nh), argInt(nkv), argInt(hd), argInt(sg.pos), argInt(sg.n), argInt(window), argInt(ring), argF32(e.attnScale), argInt(sc.ctx))
+			})
+		}
 		ew(kToF16, n*qDim, argPtr(sc.xh), argPtr(sc.att), argInt(n*qDim))
 		gemm(sc.xb2, m[blocks.SlotWO], sc.xh)
 		residual(v[blocks.SlotPostAttnNorm])

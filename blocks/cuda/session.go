@@ -161,6 +161,13 @@ func (s *session) Forward(ctx context.Context, pos int, hidden []float32, nToken
 	if err := s.check(pos, hidden, nTokens); err != nil {
 		return nil, err
 	}
+	return s.run(ctx, pos, hidden, nTokens)
+}
+
+// run is Forward once checked, under e.mu: the step in passes of at most
+// maxChunk tokens.
+func (s *session) run(ctx context.Context, pos int, hidden []float32, nTokens int) ([]float32, error) {
+	e := s.e
 	d := e.info.DModel
 	out := make([]float32, nTokens*d)
 	if pos == 0 {
@@ -174,7 +181,7 @@ func (s *session) Forward(ctx context.Context, pos int, hidden []float32, nToken
 		}
 		s.high = max(s.high, pos+c+n) // the chunk writes its positions, even if it fails
 		err := e.g.do(func() error {
-			return e.forward(s, pos+c, hidden[c*d:(c+n)*d], out[c*d:(c+n)*d], n)
+			return e.forward([]seg{{s: s, pos: pos + c, n: n}}, hidden[c*d:(c+n)*d], out[c*d:(c+n)*d])
 		})
 		if err != nil {
 			s.length = pos + c

@@ -8,19 +8,116 @@
 //   int N | float F   an argument: a scalar
 //
 // one line each, the arguments in the kernel's parameter order.
+#include <cstdint>
 #include <cstdio>
+#include <functional>
 #include <fstream>
 #include <iostream>
+#include <memory>
 #include <sstream>
 #include <string>
-#include <thread>
+#include <ucontext.h>
 #include <vector>
 
 #include "host_shim.h"
 
-thread_local sw_dim3 threadIdx, blockIdx;
-sw_dim3 blockDim, gridDim;
-std::barrier<>* sw_block_barrier;
+sw_dim3 threadIdx, blockIdx, blockDim, gridDim;
+
+// The fibers of a launch with barriers: each CUDA thread runs until it
+// reaches a barrier (sw_sync) or ends, then hands back to the scheduler,
+// which resumes the next one; a round ends when every thread has had its
+// turn. On x86-64 the switch is a few instructions (sw_switch below);
+// elsewhere ucontext's, which also saves the signal mask with a system
+// call per switch.
+static std::function<void()>* sw_body;
+static std::vector<bool> sw_done;
+static unsigned sw_cur;
+
+#if defined(__x86_64__)
+extern "C" void sw_switch(void** save_sp, void* to_sp);
+// sw_switch saves the callee-saved registers on the current stack, stores
+// its pointer in *save_sp and resumes the stack to_sp (System V ABI).
+asm(R"(
+.text
+.globl sw_switch
+sw_switch:
+    pushq %rbp
+    pushq %rbx
+    pushq %r12
+    pushq %r13
+    pushq %r14
+    pushq %r15
+    movq %rsp, (%rdi)
+    movq %rsi, %rsp
+    popq %r15
+    popq %r14
+    popq %r13
+    popq %r12
+    popq %rbx
+    popq %rbp
+    ret
+)");
+static void* sw_sched_sp;
+static std::vector<void*> sw_sp;
+
+void sw_sync() { sw_switch(&sw_sp[sw_cur], sw_sched_sp); }
+
+static void sw_fiber_entry()
+{
+    (*sw_body)();
+    sw_done[sw_cur] = true;
+    for (;;) {
+        sw_switch(&sw_sp[sw_cur], sw_sched_sp);
+    }
+}
+
+// sw_init lays out a fresh stack [lo, lo+size) so that switching to the
+// returned pointer starts sw_fiber_entry.
+static void* sw_init(char* lo, size_t size)
+{
+    uintptr_t top = ((uintptr_t)(lo + size)) & ~(uintptr_t)15;
+    void** sp = (void**)top;
+    *--sp = nullptr;                   // alignment: entry sees rsp = 8 mod 16
+    *--sp = (void*)sw_fiber_entry;     // ret address
+    for (int i = 0; i < 6; i++) {
+        *--sp = nullptr;               // rbp rbx r12 r13 r14 r15
+    }
+    return sp;
+}
+
+static void sw_resume(unsigned t) { sw_switch(&sw_sched_sp, sw_sp[t]); }
+static void sw_prepare(unsigned block, char* mem, size_t stack)
+{
+    sw_sp.resize(block);
+    for (unsigned t = 0; t < block; t++) {
+        sw_sp[t] = sw_init(mem + t * stack, stack);
+    }
+}
+#else
+static ucontext_t sw_sched;
+static std::vector<ucontext_t> sw_fibers;
+
+void sw_sync() { swapcontext(&sw_fibers[sw_cur], &sw_sched); }
+
+static void sw_fiber_main()
+{
+    (*sw_body)();
+    sw_done[sw_cur] = true;
+}
+
+static void sw_resume(unsigned t) { swapcontext(&sw_sched, &sw_fibers[t]); }
+static void sw_prepare(unsigned block, char* mem, size_t stack)
+{
+    sw_fibers.resize(block);
+    for (unsigned t = 0; t < block; t++) {
+        getcontext(&sw_fibers[t]);
+        sw_fibers[t].uc_stack.ss_sp = mem + t * stack;
+        sw_fibers[t].uc_stack.ss_size = stack;
+        sw_fibers[t].uc_link = &sw_sched;
+        makecontext(&sw_fibers[t], sw_fiber_main, 0);
+    }
+}
+#endif
 
 extern "C" {
 void rmsnorm(float*, unsigned short*, const float*, const float*, int, float);
@@ -118,7 +215,7 @@ int main(int argc, char** argv)
     gridDim = {grid, 1, 1};
     blockDim = {block, 1, 1};
     if (name != "rmsnorm" && name != "attention") {
-        // No barriers: one thread plays every CUDA thread in turn.
+        // No barriers: the CUDA threads run one after another.
         for (unsigned b = 0; b < grid; b++) {
             blockIdx = {b, 0, 0};
             for (unsigned t = 0; t < block; t++) {
@@ -127,24 +224,32 @@ int main(int argc, char** argv)
             }
         }
     } else {
-        // A block's threads are real threads; they take the blocks one
-        // after another, meeting at a barrier between blocks (the
-        // __shared__ statics are the block's until then).
-        std::barrier<> bar(block);
-        sw_block_barrier = &bar;
-        std::vector<std::thread> threads;
-        for (unsigned t = 0; t < block; t++) {
-            threads.emplace_back([&, t]() {
-                threadIdx = {t, 0, 0};
-                for (unsigned b = 0; b < grid; b++) {
-                    blockIdx = {b, 0, 0};
-                    run();
-                    bar.arrive_and_wait();
+        // One fiber per CUDA thread for the whole launch: each runs the
+        // blocks in turn, meeting the others at a barrier after each.
+        std::function<void()> body = [&]() {
+            for (unsigned b = 0; b < grid; b++) {
+                blockIdx = {b, 0, 0};
+                run();
+                sw_sync();
+            }
+        };
+        sw_body = &body;
+        // Stacks left uninitialized: only the pages a fiber uses are touched.
+        const size_t stack = 32 * 1024;
+        std::unique_ptr<char[]> stackMem(new char[block * stack]);
+        sw_done.assign(block, false);
+        sw_prepare(block, stackMem.get(), stack);
+        for (bool any = true; any;) {
+            any = false;
+            for (unsigned t = 0; t < block; t++) {
+                if (sw_done[t]) {
+                    continue;
                 }
-            });
-        }
-        for (auto& th : threads) {
-            th.join();
+                sw_cur = t;
+                threadIdx = {t, 0, 0};
+                sw_resume(t);
+                any = true;
+            }
         }
     }
     for (auto& [path, data] : bufs) {
