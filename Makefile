@@ -32,7 +32,8 @@ cross:
 	GOOS=windows GOARCH=amd64 CGO_ENABLED=0 $(GO) build -o /dev/null ./cmd/swarm
 	GOOS=darwin GOARCH=arm64 CGO_ENABLED=0 $(GO) build -o /dev/null ./cmd/swarm
 
-# Release binaries: every GOOS x GOARCH of PLATFORMS, static (CGO_ENABLED=0),
+# Release binaries: every GOOS x GOARCH of PLATFORMS, CGO_ENABLED=0 (linux ones
+# load through the system loader for the CUDA backend; -tags nocuda: static),
 # into dist/swarm-VERSION-OS-ARCH[.exe], with dist/SHA256SUMS
 # (check with `cd dist && sha256sum -c SHA256SUMS`).
 PLATFORMS ?= linux/amd64 linux/arm64 darwin/amd64 darwin/arm64 windows/amd64 windows/arm64
