@@ -23,9 +23,26 @@ func CapacityCacheBytes(s Session) int64 {
 // MappedMatrices is the number of e's weight matrices that point into a
 // memory-mapped file instead of the heap. e must be an Engine of this
 // package.
+// HeadMappedMatrices is the number of h's matrices (embedding, LM head)
+// used in place in a file mapping.
+func HeadMappedMatrices(h Head) int { return h.(*cpuHead).mapped }
+
 func MappedMatrices(e Engine) int {
 	ce := e.(*cpuEngine)
 	ce.mu.RLock()
 	defer ce.mu.RUnlock()
 	return len(ce.releases)
+}
+
+// Unmapped returns a function that reports whether the mapping of m's
+// first file has been released by all its holders (call it before Close).
+func Unmapped(m *Model) func() bool {
+	m.mu.Lock()
+	mp := m.files[0].mapped
+	m.mu.Unlock()
+	return func() bool {
+		mp.mu.Lock()
+		defer mp.mu.Unlock()
+		return mp.data == nil
+	}
 }

@@ -19,6 +19,7 @@ type cpuHead struct {
 	norm   []float32
 	output *matrix
 	tok    tokenizer.Tokenizer // nil when the model came without one
+	mapped int                 // matrices in place in a file mapping
 }
 
 var _ Head = (*cpuHead)(nil)

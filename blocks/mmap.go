@@ -98,22 +98,53 @@ func (t *spanTensors) MapRows(b int, slot Slot) (raw []byte, release func(), ok 
 	if !ok {
 		return nil, nil, false, fmt.Errorf("%w: block %d has no tensor in slot %d (span %s)", ErrArgument, b, slot, t.span)
 	}
+	return t.m.mapTensor(r)
+}
+
+// mapTensor returns r's stored bytes in place in a read-only mapping of its
+// file and the function that releases them (call it once, after the last
+// read of raw); ok is false when r's rows are permuted on load or its file
+// cannot be mapped (read it instead). Errors wrap ErrClosed.
+func (m *Model) mapTensor(r tensorRef) (raw []byte, release func(), ok bool, err error) {
 	if r.permuteHeads > 0 {
 		return nil, nil, false, nil
 	}
-	mp := t.m.fileMapping(r.file)
+	mp := m.fileMapping(r.file)
 	if mp == nil {
-		t.m.mu.Lock()
-		closed := t.m.closed
-		t.m.mu.Unlock()
+		m.mu.Lock()
+		closed := m.closed
+		m.mu.Unlock()
 		if closed {
-			return nil, nil, false, fmt.Errorf("%w: model %s", ErrClosed, t.m.path)
+			return nil, nil, false, fmt.Errorf("%w: model %s", ErrClosed, m.path)
 		}
 		return nil, nil, false, nil
 	}
 	raw = mp.data[r.offset : r.offset+r.bytes() : r.offset+r.bytes()]
 	var once sync.Once
 	return raw, func() { once.Do(func() { _ = mp.release() }) }, true, nil
+}
+
+// loadMatrix returns tensor r as a matrix in place in its file's mapping,
+// appending the mapping's release to releases, or read into the heap
+// where it cannot be used in place (see mappedMatrix, mapTensor).
+func (m *Model) loadMatrix(r tensorRef, releases *[]func()) (*matrix, error) {
+	raw, release, ok, err := m.mapTensor(r)
+	if err != nil {
+		return nil, err
+	}
+	if ok {
+		mat, inPlace, err := mappedMatrix(r.rows, r.cols, r.dtype, raw)
+		if err != nil {
+			release()
+			return nil, fmt.Errorf("%s: tensor %s: %w", r.file.path, r.name, err)
+		}
+		if inPlace {
+			*releases = append(*releases, release)
+			return mat, nil
+		}
+		release()
+	}
+	return m.readMatrix(r)
 }
 
 // RowMapper is implemented by the SpanTensors of a Model whose files can be

@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"os"
+	"runtime"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -48,6 +50,7 @@ func TestMappedWeightsMatchRead(t *testing.T) {
 		{"llama q8_0", quantConfig(t, "q8_0"), 7},
 		{"llama q4_k", quantConfig(t, "q4_k"), 7},
 		{"qwen2 f16 (q/k permuted)", archConfig(synth.ArchQwen2, swarm.DTypeF16), 5},
+		{"llama f16 tied", tied(smallConfig(swarm.DTypeF16)), 7},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -56,9 +59,43 @@ func TestMappedWeightsMatchRead(t *testing.T) {
 			read := load(t, path, blocks.WithOpenFile(openReadOnly))
 			require.Equal(t, tc.perBlock*tc.c.Layers, blocks.MappedMatrices(mapped.engine))
 			require.Zero(t, blocks.MappedMatrices(read.engine))
+			headMats := 2 // embedding and LM head
+			if tc.c.Tied {
+				headMats = 1
+			}
+			require.Equal(t, headMats, blocks.HeadMappedMatrices(mapped.head))
+			require.Zero(t, blocks.HeadMappedMatrices(read.head))
 			require.Equal(t, logitsOf(t, read, testTokens), logitsOf(t, mapped, testTokens))
 		})
 	}
+}
+
+func tied(c synth.Config) synth.Config {
+	c.Tied = true
+	return c
+}
+
+// TestMappedHeadLifetime checks that a head's mapped embedding and LM head
+// outlive the Model and that the mapping is let go once the head is
+// garbage collected.
+func TestMappedHeadLifetime(t *testing.T) {
+	path := synthFiles(t, smallConfig(swarm.DTypeF16))["gguf"]
+	m, err := blocks.Open(path)
+	require.NoError(t, err)
+	h, err := m.LoadHead()
+	require.NoError(t, err)
+	require.Equal(t, 2, blocks.HeadMappedMatrices(h))
+	unmapped := blocks.Unmapped(m)
+	require.NoError(t, m.Close())
+	require.False(t, unmapped(), "the head holds the mapping after Model.Close")
+	x, err := h.Embed(testTokens)
+	require.NoError(t, err)
+	_, err = h.Logits(x[:h.Info().DModel])
+	require.NoError(t, err)
+	runtime.KeepAlive(h)
+	h = nil
+	require.Eventually(t, func() bool { runtime.GC(); return unmapped() }, 20*time.Second, 20*time.Millisecond,
+		"the mapping is released when the head is collected")
 }
 
 // TestMappedEngineLifetime checks that mapped weights outlive the Model

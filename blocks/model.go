@@ -8,6 +8,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"runtime"
 	"sync"
 
 	"github.com/swarmllm/swarm/blocks/tokenizer"
@@ -468,11 +469,26 @@ func (m *Model) readVector(t tensorRef) ([]float32, error) {
 
 // LoadHead reads the client side of the model: token embeddings, final norm,
 // LM head (unless tied to the embeddings) and the tokenizer, if one is known
-// (Tokenizer() is nil otherwise). It never reads block weights.
+// (Tokenizer() is nil otherwise). It never reads block weights. Like a
+// span's (see mmap.go), the embedding and LM-head matrices stay in the
+// file's read-only shared mapping where the kernels can read them in
+// place, so loading copies nothing and processes of the same file share the
+// pages; the head keeps the mapping after Close of the Model and lets go of
+// it when it is garbage collected.
 func (m *Model) LoadHead() (Head, error) {
 	h := &cpuHead{info: m.info, params: m.params}
+	var releases []func()
+	ok := false
+	defer func() {
+		if ok {
+			return
+		}
+		for _, r := range releases {
+			r()
+		}
+	}()
 	var err error
-	if h.embed, err = m.readMatrix(m.embed); err != nil {
+	if h.embed, err = m.loadMatrix(m.embed, &releases); err != nil {
 		return nil, err
 	}
 	if h.norm, err = m.readVector(m.outputNorm); err != nil {
@@ -480,7 +496,7 @@ func (m *Model) LoadHead() (Head, error) {
 	}
 	h.output = h.embed
 	if m.output != nil {
-		if h.output, err = m.readMatrix(*m.output); err != nil {
+		if h.output, err = m.loadMatrix(*m.output, &releases); err != nil {
 			return nil, err
 		}
 	}
@@ -494,6 +510,17 @@ func (m *Model) LoadHead() (Head, error) {
 				ErrFormat, m.tokenizerPath, tok.VocabSize(), m.info.Vocab)
 		}
 		h.tok = tok
+	}
+	ok = true
+	h.mapped = len(releases)
+	if len(releases) > 0 {
+		// Head has no Close: the mapping is released once nothing can
+		// reach h (and so its matrices) any more.
+		runtime.AddCleanup(h, func(rs []func()) {
+			for _, r := range rs {
+				r()
+			}
+		}, releases)
 	}
 	return h, nil
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"os"
+	"runtime/pprof"
 
 	"github.com/spf13/cobra"
 
@@ -20,6 +21,41 @@ func newBenchCmd() *cobra.Command {
 		Args:  cobra.NoArgs,
 	}
 	cmd.AddCommand(newBenchServerCmd(), newBenchChurnCmd(), newBenchMemoryCmd(), newBenchFlopsCmd(), newBenchLocalCmd())
+	var cpuProfile string
+	cmd.PersistentFlags().StringVar(&cpuProfile, "cpuprofile", "", "write a Go CPU profile of the whole benchmark to `FILE` (read it with go tool pprof)")
+	var profile *os.File
+	cmd.PersistentPreRunE = func(c *cobra.Command, args []string) error {
+		if root := c.Root(); root.PersistentPreRunE != nil {
+			if err := root.PersistentPreRunE(c, args); err != nil {
+				return err
+			}
+		}
+		if cpuProfile == "" {
+			return nil
+		}
+		f, err := os.Create(cpuProfile)
+		if err != nil {
+			return fmt.Errorf("%w: --cpuprofile: %w", errUsage, err)
+		}
+		if err := pprof.StartCPUProfile(f); err != nil {
+			f.Close()
+			return fmt.Errorf("--cpuprofile: %w", err)
+		}
+		profile = f
+		return nil
+	}
+	cmd.PersistentPostRunE = func(*cobra.Command, []string) error {
+		if profile == nil {
+			return nil
+		}
+		pprof.StopCPUProfile()
+		err := profile.Close()
+		profile = nil
+		if err != nil {
+			return fmt.Errorf("--cpuprofile: %w", err)
+		}
+		return nil
+	}
 	return cmd
 }
 
