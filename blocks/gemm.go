@@ -40,8 +40,17 @@ const gemmChunkBlocks = 32
 // of rows, 1.5 KiB each) and its inputs' chunk (64 x 2 KiB) stay in L2.
 const gemmMaxInputs = 64
 
-// gemmAccs recycles the accumulators of gemmTile calls.
-var gemmAccs = sync.Pool{New: func() any { return new([prefillTile / gemmRows * gemmMaxInputs / gemmInputs][gemmAcc]float32) }}
+// gemmScratch is what one gemmTile call works in: the accumulators of its
+// groups of rows and inputs, and one group of inputs' reduced sums (kept
+// here, not on the stack, because reduce3x4 is a function value and would
+// move them to the heap on every call).
+type gemmScratch struct {
+	accs [prefillTile / gemmRows * gemmMaxInputs / gemmInputs][gemmAcc]float32
+	sums [prefillTile / gemmRows][gemmRows * gemmInputs]float32
+}
+
+// gemmScratches recycles the scratch of gemmTile calls.
+var gemmScratches = sync.Pool{New: func() any { return new(gemmScratch) }}
 
 // reduce3x4 writes to out[i] reduceAcc(acc, i) for the 12 outputs of a
 // 3x4 group: the same values, in assembly where the GEMM kernels are.
@@ -100,8 +109,9 @@ func gemmTile(out []float32, outRows, r0 int, tile tileRows, x []float32, n int)
 	nr, cols, ldx := tile.nr, tile.cols, tile.ldx
 	groups := nr / gemmRows
 	if groups > 0 && n >= gemmInputs {
-		accs := gemmAccs.Get().(*[prefillTile / gemmRows * gemmMaxInputs / gemmInputs][gemmAcc]float32)
-		defer gemmAccs.Put(accs)
+		scratch := gemmScratches.Get().(*gemmScratch)
+		defer gemmScratches.Put(scratch)
+		accs, sums := &scratch.accs, &scratch.sums
 		blocks := cols / 32
 		for t0 := 0; t0+gemmInputs <= n; t0 += gemmMaxInputs {
 			tgroups := min(n-t0, gemmMaxInputs) / gemmInputs
@@ -117,7 +127,6 @@ func gemmTile(out []float32, outRows, r0 int, tile tileRows, x []float32, n int)
 					}
 				}
 			}
-			var sums [prefillTile / gemmRows][gemmRows * gemmInputs]float32
 			for tg := range tgroups {
 				for g := range groups {
 					reduce3x4(&accs[tg*groups+g], &sums[g])

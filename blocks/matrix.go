@@ -204,7 +204,12 @@ func (m *matrix) mulRows(out []float32, in *inputs, n, r0, r1 int) {
 	}
 	var buf []float32
 	if m.dtype != swarm.DTypeF32 {
-		buf = make([]float32, prefillTile*cols)
+		bp := widenBufs.Get().(*[]float32)
+		defer widenBufs.Put(bp)
+		if cap(*bp) < prefillTile*cols {
+			*bp = make([]float32, prefillTile*cols)
+		}
+		buf = (*bp)[:prefillTile*cols]
 	}
 	for a := r0; a < r1; a += prefillTile {
 		b := min(a+prefillTile, r1)
@@ -236,6 +241,9 @@ func (m *matrix) mulRows(out []float32, in *inputs, n, r0, r1 int) {
 		}
 	}
 }
+
+// widenBufs recycles mulRows' tiles of rows widened to float32.
+var widenBufs = sync.Pool{New: func() any { return new([]float32) }}
 
 // paddedInputs recycles the strided copies of prepareInputs.
 var paddedInputs = sync.Pool{New: func() any { return new([]float32) }}

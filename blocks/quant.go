@@ -2,6 +2,7 @@ package blocks
 
 import (
 	"encoding/binary"
+	"sync"
 
 	"github.com/swarmllm/swarm/swarm"
 )
@@ -64,7 +65,11 @@ func halfAt(b []byte, i int) float32 { return f16Table()[binary.LittleEndian.Uin
 // elements is dequantized and dotted by dotF32, the chunk sums added in
 // order.
 func dotQuant(deq dequantizer, bs, bb int, w []byte, x []float32) float32 {
-	var buf [quantChunk]float32
+	// A pooled buffer: one on the stack would move to the heap on every
+	// call (deq is a function value).
+	bp := quantBufs.Get().(*[quantChunk]float32)
+	defer quantBufs.Put(bp)
+	buf := bp[:]
 	per := quantChunk / bs // blocks per chunk
 	nb := len(w) / bb
 	var sum float32
@@ -77,6 +82,9 @@ func dotQuant(deq dequantizer, bs, bb int, w []byte, x []float32) float32 {
 	}
 	return sum
 }
+
+// quantBufs recycles dotQuant's dequantized chunks.
+var quantBufs = sync.Pool{New: func() any { return new([quantChunk]float32) }}
 
 // dequantRow expands the whole blocks of w into dst.
 func dequantRow(deq dequantizer, bs, bb int, w []byte, dst []float32) {
