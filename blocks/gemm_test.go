@@ -64,7 +64,15 @@ func TestGemmTileMatchesDot(t *testing.T) {
 func TestDotF16RowsMatchesDot(t *testing.T) {
 	rng := rand.New(rand.NewPCG(17, 18))
 	for _, cols := range []int{1, 7, 8, 33, 96, 2048, 2051} {
-		const rows = 5
+		for _, rows := range []int{1, 2, 5, 6} {
+			dotF16RowsCase(t, rng, rows, cols)
+		}
+	}
+}
+
+// dotF16RowsCase checks dotF16Rows on rows x cols random values.
+func dotF16RowsCase(t *testing.T, rng *rand.Rand, rows, cols int) {
+	{
 		w := make([]uint16, rows*cols)
 		x := make([]float32, cols)
 		for i := range w {
@@ -76,7 +84,7 @@ func TestDotF16RowsMatchesDot(t *testing.T) {
 		out := make([]float32, rows)
 		dotF16Rows(w, cols, x, out)
 		for r := range rows {
-			require.Equal(t, math.Float32bits(dotF16(w[r*cols:(r+1)*cols], x)), math.Float32bits(out[r]), "cols %d row %d", cols, r)
+			require.Equal(t, math.Float32bits(dotF16(w[r*cols:(r+1)*cols], x)), math.Float32bits(out[r]), "cols %d row %d of %d", cols, r, rows)
 		}
 	}
 }
