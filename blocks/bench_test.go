@@ -123,7 +123,7 @@ func BenchmarkPrefillBlock7B(b *testing.B) {
 	for _, c := range []struct {
 		dt swarm.DType
 		n  int
-	}{{swarm.DTypeF16, 1}, {swarm.DTypeF16, 16}, {swarm.DTypeF16, 64}, {swarm.DTypeQ8_0, 64}, {swarm.DTypeQ4_K, 64}, {swarm.DTypeQ6_K, 64}} {
+	}{{swarm.DTypeF16, 1}, {swarm.DTypeF16, 16}, {swarm.DTypeF16, 64}, {swarm.DTypeF16, 512}, {swarm.DTypeQ8_0, 64}, {swarm.DTypeQ8_0, 512}, {swarm.DTypeQ4_K, 512}, {swarm.DTypeQ4_K, 64}, {swarm.DTypeQ6_K, 64}} {
 		n := c.n
 		b.Run(fmt.Sprintf("%s/tokens=%d", c.dt, n), func(b *testing.B) {
 			e := benchEngine(b, llama7B, c.dt)

@@ -106,6 +106,9 @@ func TestMulRowsDoesNotAllocate(t *testing.T) {
 		{swarm.DTypeQ4_K, 16},
 		{swarm.DTypeQ6_K, 1},
 		{swarm.DTypeBF16, 16},
+		{swarm.DTypeF16, 70},
+		{swarm.DTypeQ8_0, 70},
+		{swarm.DTypeQ4_K, 70},
 	} {
 		t.Run(fmt.Sprintf("%v/n=%d", tc.dt, tc.n), func(t *testing.T) {
 			m := benchMatrix(rng, 24, 512, tc.dt)
@@ -118,6 +121,37 @@ func TestMulRowsDoesNotAllocate(t *testing.T) {
 			defer in.release()
 			m.mulRows(out, in, tc.n, 0, m.rows) // fill the pools
 			require.Zero(t, testing.AllocsPerRun(20, func() { m.mulRows(out, in, tc.n, 0, m.rows) }))
+		})
+	}
+}
+
+// TestMulRowsInputBlocksMatchSingle runs more inputs than one block
+// (gemmMaxInputs) through mulRows, for every kernel family, and requires
+// each output to be the bits the same input gives alone (n = 1: decode).
+func TestMulRowsInputBlocksMatchSingle(t *testing.T) {
+	rng := rand.New(rand.NewPCG(21, 22))
+	const n, rows, cols = 2*gemmMaxInputs + 22, 13, 512
+	for _, dt := range []swarm.DType{swarm.DTypeF32, swarm.DTypeF16, swarm.DTypeBF16, swarm.DTypeQ8_0,
+		swarm.DTypeQ4_K, swarm.DTypeQ6_K, swarm.DTypeQ5_0} {
+		t.Run(dt.String(), func(t *testing.T) {
+			m := randomMatrix(rng, rows, cols, dt)
+			x := make([]float32, n*cols)
+			for i := range x {
+				x[i] = float32(rng.NormFloat64())
+			}
+			out := make([]float32, n*rows)
+			in := prepareInputs([]*matrix{m}, x, n, cols)
+			m.mulRows(out, in, n, 0, rows)
+			in.release()
+			one := make([]float32, rows)
+			for tt := range n {
+				in1 := prepareInputs([]*matrix{m}, x[tt*cols:(tt+1)*cols], 1, cols)
+				m.mulRows(one, in1, 1, 0, rows)
+				in1.release()
+				for r := range rows {
+					require.Equal(t, math.Float32bits(one[r]), math.Float32bits(out[tt*rows+r]), "input %d row %d", tt, r)
+				}
+			}
 		})
 	}
 }

@@ -173,6 +173,25 @@ const prefillTile = 12
 // input, a tile of rows at a time. Results are bit-identical to the n = 1
 // path.
 func (m *matrix) mulRows(out []float32, in *inputs, n, r0, r1 int) {
+	if n > gemmMaxInputs {
+		// Blocks of inputs, each over every row of [r0, r1): a block's
+		// inputs (64 x cols) stay in L2 while the rows stream past,
+		// where a long prefill's inputs (512 x 4096 floats: 8 MiB) were
+		// read again from memory for every tile of rows. Every value is
+		// the same bits either way.
+		views := q8Views.Get().(*[numActKinds]q8Acts)
+		defer q8Views.Put(views)
+		for t0 := 0; t0 < n; t0 += gemmMaxInputs {
+			sub := in.from(t0, views)
+			m.mulRowsBlock(out[t0*m.rows:], &sub, min(gemmMaxInputs, n-t0), r0, r1)
+		}
+		return
+	}
+	m.mulRowsBlock(out, in, n, r0, r1)
+}
+
+// mulRowsBlock is mulRows for n <= gemmMaxInputs.
+func (m *matrix) mulRowsBlock(out []float32, in *inputs, n, r0, r1 int) {
 	x, ldx, cols := in.x, in.ldx, m.cols
 	if k := q8Dtypes[m.dtype]; k != nil && in.q8[k.acts] != nil {
 		m.mulRowsQ8(out, in.q8[k.acts], n, r0, r1, k)
@@ -256,6 +275,22 @@ type inputs struct {
 	ldx     int
 	q8      [numActKinds]*q8Acts // by layout, those the matrices need
 	release func()
+}
+
+// q8Views recycles the views of inputs.from (pooled: they escape).
+var q8Views = sync.Pool{New: func() any { return new([numActKinds]q8Acts) }}
+
+// from returns the inputs t0.. of in, without a release: its quantized
+// rows are views, kept in views, of in's buffers.
+func (in *inputs) from(t0 int, views *[numActKinds]q8Acts) inputs {
+	sub := inputs{x: in.x[t0*in.ldx:], ldx: in.ldx}
+	for k, a := range in.q8 {
+		if a != nil {
+			views[k] = q8Acts{buf: a.buf[t0*a.stride:], n: a.n - t0, nb: a.nb, stride: a.stride, rowBytes: a.rowBytes}
+			sub.q8[k] = &views[k]
+		}
+	}
+	return sub
 }
 
 // prepareInputs lays out the n inputs x [n, cols] for a product with the
