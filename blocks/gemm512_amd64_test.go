@@ -116,21 +116,38 @@ func BenchmarkMulRowsF16(b *testing.B) {
 }
 
 // TestQ8_0KernelsMatchGo requires the VNNI kernels' lanes to equal the
-// portable q8_0Lanes': integer lane sums are exact and the float32 steps
-// are the same; fma32 may round twice, so equality is checked to 1 ulp of
-// the lane values' scale and exactly for the great majority.
+// portable q8_0Lanes' (q4_0Lanes' for Q4_0): integer lane sums are exact
+// and the float32 steps are the same; fma32 may round twice, so equality
+// is checked to 1 ulp of the lane values' scale and exactly for the great
+// majority. The rows kernel must give reduceLanes of the tile's lanes bit
+// for bit.
 func TestQ8_0KernelsMatchGo(t *testing.T) {
 	if !vnniKernels {
 		t.Skip("this CPU has no AVX-512 VNNI: the portable Q8_0 x Q8 kernel is the one in use")
 	}
-	rng := rand.New(rand.NewPCG(11, 12))
-	for _, cols := range []int{32, 96, 1024} {
-		q8KernelsMatchGo(t, rng, cols)
+	type kernels struct {
+		tile  func(w []byte, ldw int, a []byte, lda int, nb int, acc *[3 * 4 * q8Lanes]float32, zero bool)
+		one   func(w []byte, ldw int, a []byte, lda int, nb int, acc *[q8Lanes]float32)
+		rows  func(w []byte, ldw int, a []byte, units int, nrows int, out []float32)
+		lanes func(w, a []byte, nb int, acc *[q8Lanes]float32)
+	}
+	for dt, k := range map[swarm.DType]kernels{
+		swarm.DTypeQ8_0: {q8_0x3x4AVX512, q8_0x1x1AVX512, q8_0RowsAVX512, q8_0Lanes},
+		swarm.DTypeQ4_0: {q4_0x3x4AVX512, q4_0x1x1AVX512, q4_0RowsAVX512, q4_0Lanes},
+	} {
+		rng := rand.New(rand.NewPCG(11, 12))
+		for _, cols := range []int{32, 96, 1024} {
+			q8KernelsMatchGo(t, rng, dt, cols, k.tile, k.one, k.rows, k.lanes)
+		}
 	}
 }
 
-func q8KernelsMatchGo(t *testing.T, rng *rand.Rand, cols int) {
-	m := randomMatrix(rng, 4, cols, swarm.DTypeQ8_0)
+func q8KernelsMatchGo(t *testing.T, rng *rand.Rand, dt swarm.DType, cols int,
+	tileK func(w []byte, ldw int, a []byte, lda int, nb int, acc *[3 * 4 * q8Lanes]float32, zero bool),
+	oneK func(w []byte, ldw int, a []byte, lda int, nb int, acc *[q8Lanes]float32),
+	rowsK func(w []byte, ldw int, a []byte, units int, nrows int, out []float32),
+	lanes func(w, a []byte, nb int, acc *[q8Lanes]float32)) {
+	m := randomMatrix(rng, 4, cols, dt)
 	x := make([]float32, 4*cols)
 	for i := range x {
 		x[i] = float32(rng.NormFloat64())
@@ -139,23 +156,29 @@ func q8KernelsMatchGo(t *testing.T, rng *rand.Rand, cols int) {
 	defer a.release()
 	rb, nb := m.rowBytes(), cols/32
 	var tile [3 * 4 * q8Lanes]float32
-	q8_0Tile3x4(m.q, rb, a.buf, a.stride, nb, &tile, false)
+	tileK(m.q, rb, a.buf, a.stride, nb, &tile, true)
 	var one [q8Lanes]float32
-	q8_0x1x1AVX512(m.q[rb:], 0, a.row(2), 0, nb, &one)
+	oneK(m.q[rb:], 0, a.row(2), 0, nb, &one)
+	rows := make([]float32, 3)
+	rowsK(m.q, rb, a.row(1), nb, 3, rows)
 	same := 0
 	for r := range 3 {
 		for tt := range 4 {
 			var want [q8Lanes]float32
-			q8_0Lanes(m.q[r*rb:(r+1)*rb], a.row(tt), nb, &want)
+			lanes(m.q[r*rb:(r+1)*rb], a.row(tt), nb, &want)
 			for j := range q8Lanes {
 				got := tile[(r*4+tt)*q8Lanes+j]
-				require.InDelta(t, want[j], got, 1e-5*float64(abs32(want[j])+1), "cols %d row %d input %d lane %d", cols, r, tt, j)
+				require.InDelta(t, want[j], got, 1e-5*float64(abs32(want[j])+1), "%v cols %d row %d input %d lane %d", dt, cols, r, tt, j)
 				if got == want[j] {
 					same++
 				}
 				if r == 1 && tt == 2 {
-					require.Equal(t, math.Float32bits(got), math.Float32bits(one[j]), "cols %d: 1x1 kernel, lane %d", cols, j)
+					require.Equal(t, math.Float32bits(got), math.Float32bits(one[j]), "%v cols %d: 1x1 kernel, lane %d", dt, cols, j)
 				}
+			}
+			if tt == 1 {
+				lanesOf := (*[q8Lanes]float32)(tile[(r*4+tt)*q8Lanes:])
+				require.Equal(t, math.Float32bits(reduceLanes(lanesOf)), math.Float32bits(rows[r]), "%v cols %d: rows kernel, row %d", dt, cols, r)
 			}
 		}
 	}

@@ -16,6 +16,15 @@ func q8_0x1x1AVX512(w []byte, ldw int, a []byte, lda int, nb int, acc *[q8Lanes]
 func q8_0RowsAVX512(w []byte, ldw int, a []byte, units int, nrows int, out []float32)
 
 //go:noescape
+func q4_0x3x4AVX512(w []byte, ldw int, a []byte, lda int, nb int, acc *[3 * 4 * q8Lanes]float32, zero bool)
+
+//go:noescape
+func q4_0x1x1AVX512(w []byte, ldw int, a []byte, lda int, nb int, acc *[q8Lanes]float32)
+
+//go:noescape
+func q4_0RowsAVX512(w []byte, ldw int, a []byte, units int, nrows int, out []float32)
+
+//go:noescape
 func reduceQ8x12AVX2(acc *[3 * 4 * q8Lanes]float32, out *[12]float32)
 
 // reduceQ8x12 writes reduceLanes of each of the 12 outputs of acc to out.
@@ -141,4 +150,38 @@ func q6_KRows(w []byte, ldw int, a []byte, nsb int, out []float32) {
 	_ = w[(len(out)-1)*ldw+nsb*q6KBlockBytes-1]
 	_ = a[nsb*q8KBlockBytes-1]
 	q6_KRowsAVX512(w, ldw, a, nsb, len(out), out)
+}
+
+// q4_0Tile3x4 is q8_0Tile3x4 for Q4_0 rows, exactly as q4_0Lanes would.
+func q4_0Tile3x4(w []byte, ldw int, a []byte, lda, nb int, acc *[3 * 4 * q8Lanes]float32, zero bool) {
+	if !vnniKernels {
+		q4_0Tile3x4Go(w, ldw, a, lda, nb, acc, zero)
+		return
+	}
+	_ = w[2*ldw+nb*q4_0BlockBytes-1]
+	_ = a[3*lda+q8Pairs(nb)*q8ActPairBytes-1]
+	q4_0x3x4AVX512(w, ldw, a, lda, nb, acc, zero)
+}
+
+// q4_0Row adds to acc the accumulators of Q4_0 row w times input a, as
+// q4_0Lanes would.
+func q4_0Row(w, a []byte, nb int, acc *[q8Lanes]float32) {
+	if !vnniKernels {
+		q4_0Lanes(w, a, nb, acc)
+		return
+	}
+	_ = w[nb*q4_0BlockBytes-1]
+	_ = a[q8Pairs(nb)*q8ActPairBytes-1]
+	q4_0x1x1AVX512(w, 0, a, 0, nb, acc)
+}
+
+// q4_0Rows sets out[r] to dotQ4_0Q8 of row r (ldw bytes apart) and a.
+func q4_0Rows(w []byte, ldw int, a []byte, nb int, out []float32) {
+	if !vnniKernels || len(out) == 0 {
+		rowsGo(dotQ4_0Q8, w, ldw, a, nb, out)
+		return
+	}
+	_ = w[(len(out)-1)*ldw+nb*q4_0BlockBytes-1]
+	_ = a[q8Pairs(nb)*q8ActPairBytes-1]
+	q4_0RowsAVX512(w, ldw, a, nb, len(out), out)
 }

@@ -45,3 +45,15 @@ func q6_KTile(w []byte, a []byte, lda, nsb, T int, acc *[3 * 4 * q8Lanes]float32
 func q6_KRows(w []byte, ldw int, a []byte, nsb int, out []float32) {
 	rowsGo(q6_KDotGo, w, ldw, a, nsb, out)
 }
+
+// q4_0Tile3x4, q4_0Row and q4_0Rows are the portable Q4_0 kernels (used
+// by the tests).
+func q4_0Tile3x4(w []byte, ldw int, a []byte, lda, nb int, acc *[3 * 4 * q8Lanes]float32, zero bool) {
+	q4_0Tile3x4Go(w, ldw, a, lda, nb, acc, zero)
+}
+
+func q4_0Row(w, a []byte, nb int, acc *[q8Lanes]float32) { q4_0Lanes(w, a, nb, acc) }
+
+func q4_0Rows(w []byte, ldw int, a []byte, nb int, out []float32) {
+	rowsGo(dotQ4_0Q8, w, ldw, a, nb, out)
+}

@@ -54,9 +54,15 @@ func TestQuantizeRowQ8(t *testing.T) {
 // rounding of 128 block terms), and with the product of the float32
 // activations (tolerance: the 8-bit rounding of the activations).
 func TestDotQ8_0Q8(t *testing.T) {
+	for _, dt := range []swarm.DType{swarm.DTypeQ8_0, swarm.DTypeQ4_0} {
+		t.Run(dt.String(), func(t *testing.T) { dotQ8Acts(t, dt) })
+	}
+}
+
+func dotQ8Acts(t *testing.T, dt swarm.DType) {
 	rng := rand.New(rand.NewPCG(7, 8))
 	const cols = 4096
-	m := randomMatrix(rng, 1, cols, swarm.DTypeQ8_0)
+	m := randomMatrix(rng, 1, cols, dt)
 	x := make([]float32, cols)
 	for i := range x {
 		x[i] = float32(rng.NormFloat64())
@@ -74,7 +80,7 @@ func TestDotQ8_0Q8(t *testing.T) {
 			unq += float64(w[b*32+i]) * float64(x[b*32+i])
 		}
 	}
-	got := float64(dotQ8_0Q8(m.q, a.row(0), cols/32))
+	got := float64(q8Dtypes[dt].dot(m.q, a.row(0), cols/32))
 	require.InDelta(t, exact, got, 1e-3)
 	require.InDelta(t, unq, got, 0.05*math.Sqrt(cols)/8)
 }
@@ -91,6 +97,7 @@ func TestMulRowsQ8MatchesDot(t *testing.T) {
 		cols []int
 	}{
 		{swarm.DTypeQ8_0, []int{32, 64, 96, 1056, 2048}},
+		{swarm.DTypeQ4_0, []int{32, 96, 1056, 2048}},
 		{swarm.DTypeQ4_K, []int{256, 512, 1280, 2048}}, // 1280: a chunk of 4 blocks of 256, then 1
 		{swarm.DTypeQ6_K, []int{256, 1280}},
 	} {

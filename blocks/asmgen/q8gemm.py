@@ -39,22 +39,37 @@ w('''// Q8_0 weights times 8-bit activations (q8act.go) with AVX-512 VNNI
 ''')
 rows=['SI','DI','R8']
 ins=['R10','R11','R12','R13']
-def pairs(R,T,tail):
+def pairs(R,T,tail,f="q8_0"):
     for r in range(R):
         if not tail:
             w(f"\tPREFETCHT0 {PF}({rows[r]})(BX*1)")
-        w(f"\tVMOVDQU 2({rows[r]})(BX*1), Y{r}")
-        if not tail:
-            w(f"\tVINSERTI64X4 $1, 36({rows[r]})(BX*1), Z{r}, Z{r}")
-        w(f"\tVPXORD Z11, Z{r}, Z{r}")
+        if f == "q4_0":
+            # Nibbles: byte i of a block's 16 is element i (low nibble)
+            # and element 16+i (high); unpacked into element order,
+            # block 2p in bytes 0-31 and block 2p+1 in bytes 32-63.
+            w(f"\tVMOVDQU 2({rows[r]})(BX*1), X{r}")
+            if not tail:
+                w(f"\tVINSERTI128 $1, 20({rows[r]})(BX*1), Y{r}, Y{r}")
+            w(f"\tVPSRLW $4, Y{r}, Y14")
+            w(f"\tVPAND Y11, Y{r}, Y{r}")
+            w("\tVPAND Y11, Y14, Y14")
+            w(f"\tVINSERTI64X4 $1, Y14, Z{r}, Z{r}")
+            w(f"\tVSHUFI64X2 $0xD8, Z{r}, Z{r}, Z{r}")
+        else:
+            w(f"\tVMOVDQU 2({rows[r]})(BX*1), Y{r}")
+            if not tail:
+                w(f"\tVINSERTI64X4 $1, 36({rows[r]})(BX*1), Z{r}, Z{r}")
+            w(f"\tVPXORD Z11, Z{r}, Z{r}")
         w(f"\tVPBROADCASTW ({rows[r]})(BX*1), X14")
         if not tail:
-            w(f"\tVPBROADCASTW 34({rows[r]})(BX*1), X15")
+            w(f"\tVPBROADCASTW {BLOCK[f]}({rows[r]})(BX*1), X15")
             w("\tVINSERTI128 $1, X15, Y14, Y14")
         w(f"\tVCVTPH2PS Y14, Z{3+r}")
     for t in range(T):
         w(f"\tVMOVDQU64 ({ins[t]})(AX*1), Z8")
         w(f"\tVMOVDQU64 64({ins[t]})(AX*1), Z9")
+        if f == "q4_0":
+            w("\tVPSRAD $4, Z9, Z9")
         w(f"\tVMOVUPS 128({ins[t]})(AX*1), Z10")
         for r in range(R):
             w("\tVMOVDQA64 Z9, Z12")
@@ -62,8 +77,10 @@ def pairs(R,T,tail):
             w("\tVCVTDQ2PS Z12, Z12")
             w(f"\tVMULPS Z10, Z{3+r}, Z13")
             w(f"\tVFMADD231PS Z13, Z12, Z{16+r*T+t}")
-def kernel(R,T):
-    name=f"q8_0x{R}x{T}AVX512"
+BLOCK={"q8_0":34,"q4_0":18}  # bytes of one block
+CONST={"q8_0":"$0x80808080","q4_0":"$0x0F0F0F0F"}  # Z11: the bytes XORed (q8_0) or masked (q4_0)
+def kernel(R,T,f="q8_0"):
+    name=f"{f}x{R}x{T}AVX512"
     if R*T > 1:
         w(f"// func {name}(w []byte, ldw int, a []byte, lda int, nb int, acc *[{R*T*16}]float32, zero bool)")
         w(f"TEXT ·{name}(SB), NOSPLIT, $0-81")
@@ -93,7 +110,7 @@ def kernel(R,T):
         for i in range(R*T):
             w(f"\tVPXORD Z{16+i}, Z{16+i}, Z{16+i}")
         w(f"{name.lower()}accs:")
-    w("\tMOVL $0x80808080, DX")
+    w(f"\tMOVL {CONST[f]}, DX")
     w("\tVMOVD DX, X11")
     w("\tVPBROADCASTD X11, Z11")
     w("\tXORQ AX, AX")
@@ -102,15 +119,15 @@ def kernel(R,T):
     w(f"{lbl}loop:")
     w("\tCMPQ CX, $2")
     w(f"\tJLT {lbl}tail")
-    pairs(R,T,False)
-    w("\tADDQ $68, BX")
+    pairs(R,T,False,f)
+    w(f"\tADDQ ${2*BLOCK[f]}, BX")
     w("\tADDQ $256, AX")
     w("\tSUBQ $2, CX")
     w(f"\tJMP {lbl}loop")
     w(f"{lbl}tail:")
     w("\tTESTQ CX, CX")
     w(f"\tJEQ {lbl}done")
-    pairs(R,T,True)
+    pairs(R,T,True,f)
     w(f"{lbl}done:")
     w("\tMOVQ acc+72(FP), DX")
     for i in range(R*T):
@@ -118,11 +135,12 @@ def kernel(R,T):
     w("\tVZEROUPPER")
     w("\tRET")
     w("")
-for R,T in ((3,4),(1,1)):
-    kernel(R,T)
+for f in ("q8_0","q4_0"):
+    for R,T in ((3,4),(1,1)):
+        kernel(R,T,f)
 
-def rowskernel():
-    name="q8_0RowsAVX512"
+def rowskernel(f="q8_0"):
+    name=f"{f}RowsAVX512"
     w(f"// func {name}(w []byte, ldw int, a []byte, units int, nrows int, out []float32)")
     w("// out[r] = the reduced accumulators (reduceLanes) of row r (at w[r*ldw:])")
     w("// times input a, for r < nrows: the 1x1 kernel's operations row after")
@@ -132,7 +150,7 @@ def rowskernel():
     w("\tMOVQ a_base+32(FP), R10")
     w("\tMOVQ out_base+72(FP), DI")
     w("\tMOVQ nrows+64(FP), R9")
-    w("\tMOVL $0x80808080, DX")
+    w(f"\tMOVL {CONST[f]}, DX")
     w("\tVMOVD DX, X11")
     w("\tVPBROADCASTD X11, Z11")
     w("\tTESTQ R9, R9")
@@ -146,15 +164,15 @@ def rowskernel():
     w(f"{lbl}loop:")
     w("\tCMPQ CX, $2")
     w(f"\tJLT {lbl}tail")
-    pairs(1,1,False)
-    w("\tADDQ $68, BX")
+    pairs(1,1,False,f)
+    w(f"\tADDQ ${2*BLOCK[f]}, BX")
     w("\tADDQ $256, AX")
     w("\tSUBQ $2, CX")
     w(f"\tJMP {lbl}loop")
     w(f"{lbl}tail:")
     w("\tTESTQ CX, CX")
     w(f"\tJEQ {lbl}done")
-    pairs(1,1,True)
+    pairs(1,1,True,f)
     w(f"{lbl}done:")
     w("\tVEXTRACTF32X8 $1, Z16, Y0")
     w("\tVADDPS Y0, Y16, Y0")
@@ -172,6 +190,7 @@ def rowskernel():
     w("\tRET")
     w("")
 rowskernel()
+rowskernel("q4_0")
 w("""// func reduceQ8x12AVX2(acc *[192]float32, out *[12]float32)
 // out[i] = reduceLanes of acc[16i:16i+16]: the second eight accumulators
 // added onto the first, the upper four onto the lower four, then two
