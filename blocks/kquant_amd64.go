@@ -44,6 +44,45 @@ func q4_Kx1x12AVX512(w []byte, a []byte, lda int, nsb int, acc *[3 * 4 * q8Lanes
 func q4_KRowsAVX512(w []byte, ldw int, a []byte, units int, nrows int, out []float32)
 
 //go:noescape
+func q5_Kx1x1AVX512(w []byte, a []byte, lda int, nsb int, acc *[3 * 4 * q8Lanes]float32, zero bool, out []float32, ldo int)
+
+//go:noescape
+func q5_Kx1x2AVX512(w []byte, a []byte, lda int, nsb int, acc *[3 * 4 * q8Lanes]float32, zero bool, out []float32, ldo int)
+
+//go:noescape
+func q5_Kx1x3AVX512(w []byte, a []byte, lda int, nsb int, acc *[3 * 4 * q8Lanes]float32, zero bool, out []float32, ldo int)
+
+//go:noescape
+func q5_Kx1x4AVX512(w []byte, a []byte, lda int, nsb int, acc *[3 * 4 * q8Lanes]float32, zero bool, out []float32, ldo int)
+
+//go:noescape
+func q5_Kx1x5AVX512(w []byte, a []byte, lda int, nsb int, acc *[3 * 4 * q8Lanes]float32, zero bool, out []float32, ldo int)
+
+//go:noescape
+func q5_Kx1x6AVX512(w []byte, a []byte, lda int, nsb int, acc *[3 * 4 * q8Lanes]float32, zero bool, out []float32, ldo int)
+
+//go:noescape
+func q5_Kx1x7AVX512(w []byte, a []byte, lda int, nsb int, acc *[3 * 4 * q8Lanes]float32, zero bool, out []float32, ldo int)
+
+//go:noescape
+func q5_Kx1x8AVX512(w []byte, a []byte, lda int, nsb int, acc *[3 * 4 * q8Lanes]float32, zero bool, out []float32, ldo int)
+
+//go:noescape
+func q5_Kx1x9AVX512(w []byte, a []byte, lda int, nsb int, acc *[3 * 4 * q8Lanes]float32, zero bool, out []float32, ldo int)
+
+//go:noescape
+func q5_Kx1x10AVX512(w []byte, a []byte, lda int, nsb int, acc *[3 * 4 * q8Lanes]float32, zero bool, out []float32, ldo int)
+
+//go:noescape
+func q5_Kx1x11AVX512(w []byte, a []byte, lda int, nsb int, acc *[3 * 4 * q8Lanes]float32, zero bool, out []float32, ldo int)
+
+//go:noescape
+func q5_Kx1x12AVX512(w []byte, a []byte, lda int, nsb int, acc *[3 * 4 * q8Lanes]float32, zero bool, out []float32, ldo int)
+
+//go:noescape
+func q5_KRowsAVX512(w []byte, ldw int, a []byte, units int, nrows int, out []float32)
+
+//go:noescape
 func q6_Kx1x1AVX512(w []byte, a []byte, lda int, nsb int, acc *[3 * 4 * q8Lanes]float32, zero bool, out []float32, ldo int)
 
 //go:noescape
@@ -97,6 +136,23 @@ var q4_KTilesAVX512 = [13]func(w []byte, a []byte, lda int, nsb int, acc *[3 * 4
 	q4_Kx1x10AVX512,
 	q4_Kx1x11AVX512,
 	q4_Kx1x12AVX512,
+}
+
+// q5_KTilesAVX512[T] is the kernel of one Q5_K row and T inputs.
+var q5_KTilesAVX512 = [13]func(w []byte, a []byte, lda int, nsb int, acc *[3 * 4 * q8Lanes]float32, zero bool, out []float32, ldo int){
+	nil,
+	q5_Kx1x1AVX512,
+	q5_Kx1x2AVX512,
+	q5_Kx1x3AVX512,
+	q5_Kx1x4AVX512,
+	q5_Kx1x5AVX512,
+	q5_Kx1x6AVX512,
+	q5_Kx1x7AVX512,
+	q5_Kx1x8AVX512,
+	q5_Kx1x9AVX512,
+	q5_Kx1x10AVX512,
+	q5_Kx1x11AVX512,
+	q5_Kx1x12AVX512,
 }
 
 // q6_KTilesAVX512[T] is the kernel of one Q6_K row and T inputs.

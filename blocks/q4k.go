@@ -35,10 +35,54 @@ const q4KBlockBytes = 144
 
 // q4_KLanes adds to acc the accumulators of Q4_K row w times the Q8_K
 // input a over nsb blocks of 256: the portable kernel.
-func q4_KLanes(w, a []byte, nsb int, acc *[q8Lanes]float32) {
+func q4_KLanes(w, a []byte, nsb int, acc *[q8Lanes]float32) { kLanes45(w, a, nsb, acc, false) }
+
+// q5KBlockBytes is the bytes of one block_q5_K of 256 weights: a Q4_K
+// block with qh [32]byte between its scales and its nibbles.
+const q5KBlockBytes = 176
+
+// q5_KLanes is q4_KLanes for Q5_K row w: the weights' unsigned values
+// gain their fifth bit, bit 2c (low nibbles) or 2c+1 (high) of qh[l]
+// (deqQ5_K), and are at most 31; everything else is Q4_K's.
+func q5_KLanes(w, a []byte, nsb int, acc *[q8Lanes]float32) { kLanes45(w, a, nsb, acc, true) }
+
+// q5_KTileGo is the portable q5_KTile: q5_KLanes per output.
+func q5_KTileGo(w []byte, a []byte, lda, nsb, T int, acc *[3 * 4 * q8Lanes]float32, zero bool, out []float32, ldo int) {
+	if zero {
+		clear(acc[:])
+	}
+	for t := range T {
+		q5_KLanes(w, a[t*lda:], nsb, (*[q8Lanes]float32)(acc[t*q8Lanes:]))
+		if len(out) > 0 {
+			out[t*ldo] = reduceLanes((*[q8Lanes]float32)(acc[t*q8Lanes:]))
+		}
+	}
+}
+
+// q5_KDotGo is the portable dotQ5_KQ8K.
+func q5_KDotGo(w, a []byte, nsb int) float32 {
+	var acc [q8Lanes]float32
+	q5_KLanes(w, a, nsb, &acc)
+	return reduceLanes(&acc)
+}
+
+// dotQ5_KQ8K is the product of Q5_K row w with the Q8_K input a: the
+// result every path gives for this row and input.
+func dotQ5_KQ8K(w, a []byte, nsb int) float32 {
+	var out [1]float32
+	q5_KRows(w, 0, a, nsb, out[:])
+	return out[0]
+}
+
+// kLanes45 is q4_KLanes, or q5_KLanes when five is set.
+func kLanes45(w, a []byte, nsb int, acc *[q8Lanes]float32, five bool) {
 	t := f16Table()
+	bb, qsOff := q4KBlockBytes, 16
+	if five {
+		bb, qsOff = q5KBlockBytes, 48
+	}
 	for S := range nsb {
-		blk := w[S*q4KBlockBytes : (S+1)*q4KBlockBytes : (S+1)*q4KBlockBytes]
+		blk := w[S*bb : (S+1)*bb : (S+1)*bb]
 		q, bsums, dx := q8KBlock(a[S*q8KBlockBytes : (S+1)*q8KBlockBytes])
 		d, dmin := t[binary.LittleEndian.Uint16(blk)], t[binary.LittleEndian.Uint16(blk[2:])]
 		var sc, m [8]int32
@@ -48,13 +92,17 @@ func q4_KLanes(w, a []byte, nsb int, acc *[q8Lanes]float32) {
 		}
 		var isum, imin [q8Lanes]int32
 		for c := range 4 {
-			qs := blk[16+32*c : 16+32*c+32 : 16+32*c+32]
+			qs := blk[qsOff+32*c : qsOff+32*c+32 : qsOff+32*c+32]
 			for j := range q8Lanes {
 				h := j / 8
 				var l int32
 				for k := range 4 {
 					b := 4*(j%8) + k
-					l += int32(qs[b]>>(4*h)&15) * int32(int8(q[64*c+4*j+k]))
+					v := qs[b] >> (4 * h) & 15
+					if five {
+						v |= (blk[16+b] >> (2*c + h) & 1) << 4
+					}
+					l += int32(v) * int32(int8(q[64*c+4*j+k]))
 				}
 				isum[j] += sc[2*c+h] * l
 			}

@@ -185,3 +185,29 @@ func q4_0Rows(w []byte, ldw int, a []byte, nb int, out []float32) {
 	_ = a[q8Pairs(nb)*q8ActPairBytes-1]
 	q4_0RowsAVX512(w, ldw, a, nb, len(out), out)
 }
+
+// q5_KTile is q4_KTile for Q5_K rows, exactly as q5_KLanes would.
+func q5_KTile(w []byte, a []byte, lda, nsb, T int, acc *[3 * 4 * q8Lanes]float32, zero bool, out []float32, ldo int) {
+	if !vnniKernels {
+		q5_KTileGo(w, a, lda, nsb, T, acc, zero, out, ldo)
+		return
+	}
+	_ = w[nsb*q5KBlockBytes-1]
+	_ = a[(T-1)*lda+nsb*q8KBlockBytes-1]
+	if len(out) > 0 {
+		_ = out[(T-1)*ldo]
+	}
+	q5_KTilesAVX512[T](w, a, lda, nsb, acc, zero, out, ldo)
+}
+
+// q5_KRows sets out[r] to the product of Q5_K row r (ldw bytes apart)
+// and the Q8_K input a, as q5_KDotGo would.
+func q5_KRows(w []byte, ldw int, a []byte, nsb int, out []float32) {
+	if !vnniKernels || len(out) == 0 || nsb == 0 {
+		rowsGo(q5_KDotGo, w, ldw, a, nsb, out)
+		return
+	}
+	_ = w[(len(out)-1)*ldw+nsb*q5KBlockBytes-1]
+	_ = a[nsb*q8KBlockBytes-1]
+	q5_KRowsAVX512(w, ldw, a, nsb, len(out), out)
+}

@@ -57,3 +57,12 @@ func q4_0Row(w, a []byte, nb int, acc *[q8Lanes]float32) { q4_0Lanes(w, a, nb, a
 func q4_0Rows(w []byte, ldw int, a []byte, nb int, out []float32) {
 	rowsGo(dotQ4_0Q8, w, ldw, a, nb, out)
 }
+
+// q5_KTile and q5_KRows are the portable Q5_K kernels (used by the tests).
+func q5_KTile(w []byte, a []byte, lda, nsb, T int, acc *[3 * 4 * q8Lanes]float32, zero bool, out []float32, ldo int) {
+	q5_KTileGo(w, a, lda, nsb, T, acc, zero, out, ldo)
+}
+
+func q5_KRows(w []byte, ldw int, a []byte, nsb int, out []float32) {
+	rowsGo(q5_KDotGo, w, ldw, a, nsb, out)
+}

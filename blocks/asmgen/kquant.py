@@ -23,7 +23,9 @@ B0F = 704      # bytes of 0x0F
 K4 = 768       # Q4_K scale unpacking: 0x3f.., 0x0f.., 0x03.. and shift counts [0,4,0,0]
 SIGN = 832     # float32 sign bits
 NEG32 = 848    # int16 -32 (16 of them)
-CONST_BYTES = 880
+CNT5 = 896     # Q5_K: 16-bit shift counts of qh for chunk c (4 x 64): 2c for the low half, 2c+1 for the high half
+B10 = 1152     # bytes of 0x10
+CONST_BYTES = 1216
 PF = 4096  # prefetch distance, bytes (2048 and 1024 measured slower on decode)
 
 
@@ -57,31 +59,37 @@ def consts():
         b[SIGN + 4 * i:SIGN + 4 * i + 4] = (0x80000000).to_bytes(4, "little")
     for i in range(16):
         b[NEG32 + 2 * i:NEG32 + 2 * i + 2] = (-32 & 0xffff).to_bytes(2, "little")
+    for c in range(4):
+        for i in range(32):
+            b[CNT5 + 64 * c + 2 * i] = 2 * c if i < 16 else 2 * c + 1
+    for i in range(64):
+        b[B10 + i] = 0x10
     return b
 
 
-# K4 occupies 64 bytes (768..831); SIGN 16 (832..847); NEG32 32 (848..879).
+# K4 occupies 64 bytes (768..831); SIGN 16 (832..847); NEG32 32 (848..879);
+# 880..895 unused; CNT5 256 (896..1151); B10 64 (1152..1215).
 
 w('//go:build amd64 && !purego')
 w('')
 w('#include "textflag.h"')
 w('')
-w('''// K-quant weights (Q4_K, Q6_K) times Q8_K activations (q8k.go, q4k.go,
+w('''// K-quant weights (Q4_K, Q5_K, Q6_K) times Q8_K activations (q8k.go, q4k.go,
 // q6k.go) with AVX-512 BW and VNNI: per block of 256 weights and output,
-// the integers of q4_KLanes / q6_KLanes (VPMADDUBSW of the weights'
+// the integers of q4_KLanes / q5_KLanes / q6_KLanes (VPMADDUBSW of the weights'
 // unsigned values with the activations' q, VPDPWSSD with the group
 // scales as 16-bit integers), then their float32 steps in their order.
 // Chunk c of a block (64 weights) fills one 512-bit register.
 //
 // func q4_Kx1xTAVX512(w []byte, a []byte, lda int, nsb int, acc *[192]float32, zero bool, out []float32, ldo int), T = 1..12
-// func q6_Kx1xTAVX512(...same...)
+// func q5_Kx1xTAVX512(...same...), q6_Kx1xTAVX512(...same...)
 // One row w times inputs t < T at a[t*lda:], nsb blocks of 256; acc
 // holds output t's 16 accumulators at t*16, loaded first (or zeros when
 // zero is set) and stored back, or, when out is not empty, reduced
 // (reduceLanes) into out[t*ldo] instead of stored. A row's scales are
 // unpacked once per block for all T inputs.
 // func q4_KRowsAVX512(w []byte, ldw int, a []byte, units int, nrows int, out []float32)
-// func q6_KRowsAVX512(...same...)
+// func q5_KRowsAVX512(...same...), q6_KRowsAVX512(...same...)
 // out[r] = reduceLanes of the accumulators of row r (at w[r*ldw:]) times
 // input a, for r < nrows: the T = 1 body, row after row.
 //
@@ -102,7 +110,7 @@ for i in range(0, CONST_BYTES, 8):
 w(f"GLOBL ·kqConst(SB), RODATA|NOPTR, ${CONST_BYTES}")
 w("")
 
-UNIT = {'q4': 144, 'q6': 210}
+UNIT = {'q4': 144, 'q5': 176, 'q6': 210}
 MAXT = 12
 
 
@@ -124,9 +132,9 @@ def inp(t, off):
 def prologue(kind):
     """Unpacks the row's scales of the current block into Z2-Z5 (and Q4_K's
     doubled minimums into the scratch)."""
-    for p in range(3 if kind == 'q4' else 4):
+    for p in range({'q4': 3, 'q5': 3, 'q6': 4}[kind]):
         w(f"\tPREFETCHT0 {PF + 64 * p}(SI)(BX*1)")
-    if kind == 'q4':
+    if kind in ('q4', 'q5'):
         # get_scale_min_k4 on 32-bit lanes: X6 bytes 0-7 sc, 8-15 m.
         w("\tVMOVDQU 4(SI)(BX*1), X6")
         w("\tVPSRLD $6, X6, X7")
@@ -156,10 +164,16 @@ def prologue(kind):
 
 def weights(kind, c):
     """Loads chunk c of the row's weights into Z0 as unsigned bytes."""
-    if kind == 'q4':
-        w(f"\tVBROADCASTI64X4 {16 + 32 * c}(SI)(BX*1), Z0")
+    if kind in ('q4', 'q5'):
+        w(f"\tVBROADCASTI64X4 {(16 if kind == 'q4' else 48) + 32 * c}(SI)(BX*1), Z0")
         w("\tVPSRLVW Z30, Z0, Z0")
         w("\tVPANDD Z31, Z0, Z0")
+        if kind == 'q5':
+            # The fifth bit: bit 2c (low half) or 2c+1 (high half) of qh[l].
+            w("\tVBROADCASTI64X4 16(SI)(BX*1), Z1")
+            w(f"\tVPSRLVW ·kqConst+{CNT5 + 64 * c}(SB), Z1, Z1")
+            w("\tVPSLLW $4, Z1, Z1")
+            w(f"\tVPTERNLOGD $0xF8, ·kqConst+{B10}(SB), Z1, Z0")
         return
     n, p = c // 2, c % 2
     w(f"\tVMOVDQU64 {64 * n}(SI)(BX*1), Z0")
@@ -185,9 +199,9 @@ def block(kind, T):
         weights(kind, c)
         for t in range(T):
             w(f"\tVPMADDUBSW {inp(t, 64 * c)}, Z0, Z1")
-            op = "VPMADDWD" if kind == 'q4' and c == 0 else "VPDPWSSD"
+            op = "VPMADDWD" if kind in ('q4', 'q5') and c == 0 else "VPDPWSSD"
             w(f"\t{op} Z{2 + c}, Z1, {isum(t)}")
-    if kind == 'q4':
+    if kind in ('q4', 'q5'):
         # Z1 = d, Z2 = dmin (broadcast), Y3 the doubled minimums.
         w("\tVMOVD (SI)(BX*1), X0")
         w("\tVCVTPH2PS X0, X0")
@@ -216,7 +230,7 @@ def block(kind, T):
 
 def setup_consts(kind):
     w(f"\tVMOVDQU64 ·kqConst+{B0F}(SB), Z31")
-    if kind == 'q4':
+    if kind in ('q4', 'q5'):
         w(f"\tVMOVDQU64 ·kqConst+{SHIFT4}(SB), Z30")
     w("\tLEAQ 63(SP), R9")
     w("\tANDQ $-64, R9")
@@ -327,7 +341,7 @@ def rows(kind):
     w("")
 
 
-for kind in ('q4', 'q6'):
+for kind in ('q4', 'q5', 'q6'):
     for T in range(1, MAXT + 1):
         tile(kind, T)
     rows(kind)
@@ -336,7 +350,7 @@ open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "kquant_amd6
 # The Go declarations of the kernels and their tables by T.
 go = ["// Code generated by blocks/asmgen/kquant.py; DO NOT EDIT.", "",
       "//go:build amd64 && !purego", "", "package blocks", ""]
-for kind in ('q4', 'q6'):
+for kind in ('q4', 'q5', 'q6'):
     for T in range(1, MAXT + 1):
         go.append("//go:noescape")
         go.append(f"func {kind}_Kx1x{T}AVX512(w []byte, a []byte, lda int, nsb int, acc *[3 * 4 * q8Lanes]float32, zero bool, out []float32, ldo int)")
@@ -344,7 +358,7 @@ for kind in ('q4', 'q6'):
     go.append("//go:noescape")
     go.append(f"func {kind}_KRowsAVX512(w []byte, ldw int, a []byte, units int, nrows int, out []float32)")
     go.append("")
-for kind in ('q4', 'q6'):
+for kind in ('q4', 'q5', 'q6'):
     go.append(f"// {kind}_KTilesAVX512[T] is the kernel of one {kind.upper()}_K row and T inputs.")
     go.append(f"var {kind}_KTilesAVX512 = [{MAXT + 1}]func(w []byte, a []byte, lda int, nsb int, acc *[3 * 4 * q8Lanes]float32, zero bool, out []float32, ldo int){{")
     go.append("\tnil,")
