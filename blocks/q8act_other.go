@@ -66,3 +66,12 @@ func q5_KTile(w []byte, a []byte, lda, nsb, T int, acc *[3 * 4 * q8Lanes]float32
 func q5_KRows(w []byte, ldw int, a []byte, nsb int, out []float32) {
 	rowsGo(q5_KDotGo, w, ldw, a, nsb, out)
 }
+
+// q3_KTile and q3_KRows are the portable Q3_K kernels (used by the tests).
+func q3_KTile(w []byte, a []byte, lda, nsb, T int, acc *[3 * 4 * q8Lanes]float32, zero bool, out []float32, ldo int) {
+	q3_KTileGo(w, a, lda, nsb, T, acc, zero, out, ldo)
+}
+
+func q3_KRows(w []byte, ldw int, a []byte, nsb int, out []float32) {
+	rowsGo(q3_KDotGo, w, ldw, a, nsb, out)
+}

@@ -88,7 +88,7 @@ func dotQ8Acts(t *testing.T, dt swarm.DType) {
 // TestMulRowsQ8MatchesDot requires every value mulRowsQ8 gives (3x4
 // tiles over column chunks, with an odd last block, more than 64 inputs,
 // leftovers) to equal the one-output product of its row and input bit for
-// bit, for Q8_0, Q4_K and Q6_K: a row's result must not depend on the
+// bit, for every dtype of q8Dtypes: a row's result must not depend on the
 // batch.
 func TestMulRowsQ8MatchesDot(t *testing.T) {
 	rng := rand.New(rand.NewPCG(9, 10))
@@ -100,6 +100,7 @@ func TestMulRowsQ8MatchesDot(t *testing.T) {
 		{swarm.DTypeQ4_0, []int{32, 96, 1056, 2048}},
 		{swarm.DTypeQ4_K, []int{256, 512, 1280, 2048}}, // 1280: a chunk of 4 blocks of 256, then 1
 		{swarm.DTypeQ5_K, []int{256, 1280}},
+		{swarm.DTypeQ3_K, []int{256, 1280}},
 		{swarm.DTypeQ6_K, []int{256, 1280}},
 	} {
 		k := q8Dtypes[tc.dt]
@@ -138,7 +139,7 @@ func TestMulRowsQ8MatchesDot(t *testing.T) {
 // (tolerance: float32 rounding over 8 blocks), and with the product of the
 // float32 activations (tolerance: the 8-bit rounding of the activations).
 func TestDotK8(t *testing.T) {
-	for _, dt := range []swarm.DType{swarm.DTypeQ4_K, swarm.DTypeQ5_K, swarm.DTypeQ6_K} {
+	for _, dt := range []swarm.DType{swarm.DTypeQ3_K, swarm.DTypeQ4_K, swarm.DTypeQ5_K, swarm.DTypeQ6_K} {
 		t.Run(dt.String(), func(t *testing.T) { dotK8(t, dt) })
 	}
 }

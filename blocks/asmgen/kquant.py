@@ -25,7 +25,15 @@ SIGN = 832     # float32 sign bits
 NEG32 = 848    # int16 -32 (16 of them)
 CNT5 = 896     # Q5_K: 16-bit shift counts of qh for chunk c (4 x 64): 2c for the low half, 2c+1 for the high half
 B10 = 1152     # bytes of 0x10
-CONST_BYTES = 1216
+CNT3Q = 1216   # Q3_K: 16-bit shift counts of qs for chunk c%2 (2 x 64): 2i for pass i = 2(c%2) (low half), 2i+2 (high half)
+CNT3H = 1344   # Q3_K: 16-bit shift counts of hmask for chunk c (4 x 64): 4h+i (low half), 4h+i+1 (high half)
+B03 = 1600     # bytes of 0x03
+B04 = 1664     # bytes of 0x04
+NEG4 = 1728    # int16 -4 (16 of them)
+SH3Q = 1760    # Q3_K scale unpacking: qword shifts [0, 4]
+SH3D = 1776    # Q3_K scale unpacking: dword shifts [0, 2, 4, 6]
+B20 = 1792     # bytes of 0x20 (16)
+CONST_BYTES = 1808
 PF = 4096  # prefetch distance, bytes (2048 and 1024 measured slower on decode)
 
 
@@ -64,32 +72,51 @@ def consts():
             b[CNT5 + 64 * c + 2 * i] = 2 * c if i < 16 else 2 * c + 1
     for i in range(64):
         b[B10 + i] = 0x10
+    for p in range(2):
+        for i in range(32):
+            b[CNT3Q + 64 * p + 2 * i] = 4 * p if i < 16 else 4 * p + 2
+    for c in range(4):
+        h, i0 = c // 2, 2 * (c % 2)
+        for i in range(32):
+            b[CNT3H + 64 * c + 2 * i] = 4 * h + i0 if i < 16 else 4 * h + i0 + 1
+    for i in range(64):
+        b[B03 + i] = 0x03
+        b[B04 + i] = 0x04
+    for i in range(16):
+        b[NEG4 + 2 * i:NEG4 + 2 * i + 2] = (-4 & 0xffff).to_bytes(2, "little")
+    b[SH3Q + 8] = 4
+    for i in range(4):
+        b[SH3D + 4 * i] = 2 * i
+    for i in range(16):
+        b[B20 + i] = 0x20
     return b
 
 
 # K4 occupies 64 bytes (768..831); SIGN 16 (832..847); NEG32 32 (848..879);
-# 880..895 unused; CNT5 256 (896..1151); B10 64 (1152..1215).
+# 880..895 unused; CNT5 256 (896..1151); B10 64 (1152..1215); CNT3Q 128
+# (1216..1343); CNT3H 256 (1344..1599); B03, B04 64 each; NEG4 32; SH3Q, SH3D,
+# B20 16 each (..1807).
 
 w('//go:build amd64 && !purego')
 w('')
 w('#include "textflag.h"')
 w('')
-w('''// K-quant weights (Q4_K, Q5_K, Q6_K) times Q8_K activations (q8k.go, q4k.go,
+w('''// K-quant weights (Q3_K, Q4_K, Q5_K, Q6_K) times Q8_K activations (q8k.go, q4k.go,
 // q6k.go) with AVX-512 BW and VNNI: per block of 256 weights and output,
-// the integers of q4_KLanes / q5_KLanes / q6_KLanes (VPMADDUBSW of the weights'
+// the integers of q3_KLanes / q4_KLanes / q5_KLanes / q6_KLanes (VPMADDUBSW of the weights'
 // unsigned values with the activations' q, VPDPWSSD with the group
 // scales as 16-bit integers), then their float32 steps in their order.
 // Chunk c of a block (64 weights) fills one 512-bit register.
 //
 // func q4_Kx1xTAVX512(w []byte, a []byte, lda int, nsb int, acc *[192]float32, zero bool, out []float32, ldo int), T = 1..12
-// func q5_Kx1xTAVX512(...same...), q6_Kx1xTAVX512(...same...)
+// func q3_Kx1xTAVX512, q5_Kx1xTAVX512, q6_Kx1xTAVX512 (...same...)
 // One row w times inputs t < T at a[t*lda:], nsb blocks of 256; acc
 // holds output t's 16 accumulators at t*16, loaded first (or zeros when
 // zero is set) and stored back, or, when out is not empty, reduced
 // (reduceLanes) into out[t*ldo] instead of stored. A row's scales are
 // unpacked once per block for all T inputs.
 // func q4_KRowsAVX512(w []byte, ldw int, a []byte, units int, nrows int, out []float32)
-// func q5_KRowsAVX512(...same...), q6_KRowsAVX512(...same...)
+// func q3_KRowsAVX512, q5_KRowsAVX512, q6_KRowsAVX512 (...same...)
 // out[r] = reduceLanes of the accumulators of row r (at w[r*ldw:]) times
 // input a, for r < nrows: the T = 1 body, row after row.
 //
@@ -110,7 +137,7 @@ for i in range(0, CONST_BYTES, 8):
 w(f"GLOBL ·kqConst(SB), RODATA|NOPTR, ${CONST_BYTES}")
 w("")
 
-UNIT = {'q4': 144, 'q5': 176, 'q6': 210}
+UNIT = {'q3': 110, 'q4': 144, 'q5': 176, 'q6': 210}
 MAXT = 12
 
 
@@ -132,7 +159,7 @@ def inp(t, off):
 def prologue(kind):
     """Unpacks the row's scales of the current block into Z2-Z5 (and Q4_K's
     doubled minimums into the scratch)."""
-    for p in range({'q4': 3, 'q5': 3, 'q6': 4}[kind]):
+    for p in range({'q3': 2, 'q4': 3, 'q5': 3, 'q6': 4}[kind]):
         w(f"\tPREFETCHT0 {PF + 64 * p}(SI)(BX*1)")
     if kind in ('q4', 'q5'):
         # get_scale_min_k4 on 32-bit lanes: X6 bytes 0-7 sc, 8-15 m.
@@ -154,8 +181,25 @@ def prologue(kind):
         for c in range(4):
             w(f"\tVPSHUFB ·kqConst+{SC4 + 64 * c}(SB), Z7, Z{2 + c}")
         return
-    w("\tVPMOVSXBW 192(SI)(BX*1), Y6")
-    w(f"\tVPMULLW ·kqConst+{NEG32}(SB), Y6, Y1")
+    if kind == 'q3':
+        # q3KScales: the low nibbles of bytes 0-7 (scales 0-7) and their
+        # high nibbles (8-15), each ORed with 2 bits of bytes 8-11 moved
+        # to bits 4-5, minus 32, widened to 16 bits.
+        w("\tVMOVQ 96(SI)(BX*1), X6")
+        w("\tVPUNPCKLQDQ X6, X6, X6")
+        w(f"\tVPSRLVQ ·kqConst+{SH3Q}(SB), X6, X6")
+        w(f"\tVPAND ·kqConst+{K4 + 16}(SB), X6, X6")
+        w("\tVPBROADCASTD 104(SI)(BX*1), X7")
+        w(f"\tVPSRLVD ·kqConst+{SH3D}(SB), X7, X7")
+        w(f"\tVPAND ·kqConst+{K4 + 32}(SB), X7, X7")
+        w("\tVPSLLD $4, X7, X7")
+        w("\tVPOR X7, X6, X6")
+        w(f"\tVPSUBB ·kqConst+{B20}(SB), X6, X6")
+        w("\tVPMOVSXBW X6, Y6")
+        w(f"\tVPMULLW ·kqConst+{NEG4}(SB), Y6, Y1")
+    else:
+        w("\tVPMOVSXBW 192(SI)(BX*1), Y6")
+        w(f"\tVPMULLW ·kqConst+{NEG32}(SB), Y6, Y1")
     w("\tVSHUFI32X4 $0x00, Z6, Z6, Z7")
     w("\tVSHUFI32X4 $0x55, Z6, Z6, Z8")
     for c, (tab, ctl) in enumerate((("Z7", SC6A), ("Z7", SC6B), ("Z8", SC6A), ("Z8", SC6B))):
@@ -175,6 +219,18 @@ def weights(kind, c):
             w("\tVPSLLW $4, Z1, Z1")
             w(f"\tVPTERNLOGD $0xF8, ·kqConst+{B10}(SB), Z1, Z0")
         return
+    if kind == 'q3':
+        # Bits 2i..2i+1 of qs[32h+l] for pass i = 2(c%2) (low half) and
+        # i+1 (high half), and bit 4h+i of hmask[l] moved to bit 2.
+        h, p = c // 2, c % 2
+        w(f"\tVBROADCASTI64X4 {32 + 32 * h}(SI)(BX*1), Z0")
+        w(f"\tVPSRLVW ·kqConst+{CNT3Q + 64 * p}(SB), Z0, Z0")
+        w(f"\tVPANDD ·kqConst+{B03}(SB), Z0, Z0")
+        w("\tVBROADCASTI64X4 (SI)(BX*1), Z1")
+        w(f"\tVPSRLVW ·kqConst+{CNT3H + 64 * c}(SB), Z1, Z1")
+        w("\tVPSLLW $2, Z1, Z1")
+        w(f"\tVPTERNLOGD $0xF8, ·kqConst+{B04}(SB), Z1, Z0")
+        return
     n, p = c // 2, c % 2
     w(f"\tVMOVDQU64 {64 * n}(SI)(BX*1), Z0")
     if p == 1:
@@ -191,8 +247,8 @@ def weights(kind, c):
 def block(kind, T):
     """One block of 256 weights of the row for T inputs."""
     prologue(kind)
-    if kind == 'q6':
-        # I starts at -32 * (sc . bsums); Y1 holds -32 * sc.
+    if kind in ('q3', 'q6'):
+        # I starts at -32 (Q3_K: -4) * (sc . bsums); Y1 holds -32 * sc.
         for t in range(T):
             w(f"\tVPMADDWD {inp(t, 256)}, Y1, {isum(t).replace('Z', 'Y')}")
     for c in range(4):
@@ -218,7 +274,7 @@ def block(kind, T):
             w(f"\tVFNMADD231PS Z2, Z4, {I}")
             w(f"\tVFMADD231PS.BCST {inp(t, 288)}, {I}, {acc(t)}")
         return
-    w("\tVPBROADCASTW 208(SI)(BX*1), X0")
+    w(f"\tVPBROADCASTW {108 if kind == 'q3' else 208}(SI)(BX*1), X0")
     w("\tVCVTPH2PS X0, X0")
     w("\tVBROADCASTSS X0, Z1")
     for t in range(T):
@@ -341,7 +397,7 @@ def rows(kind):
     w("")
 
 
-for kind in ('q4', 'q5', 'q6'):
+for kind in ('q3', 'q4', 'q5', 'q6'):
     for T in range(1, MAXT + 1):
         tile(kind, T)
     rows(kind)
@@ -350,7 +406,7 @@ open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "kquant_amd6
 # The Go declarations of the kernels and their tables by T.
 go = ["// Code generated by blocks/asmgen/kquant.py; DO NOT EDIT.", "",
       "//go:build amd64 && !purego", "", "package blocks", ""]
-for kind in ('q4', 'q5', 'q6'):
+for kind in ('q3', 'q4', 'q5', 'q6'):
     for T in range(1, MAXT + 1):
         go.append("//go:noescape")
         go.append(f"func {kind}_Kx1x{T}AVX512(w []byte, a []byte, lda int, nsb int, acc *[3 * 4 * q8Lanes]float32, zero bool, out []float32, ldo int)")
@@ -358,7 +414,7 @@ for kind in ('q4', 'q5', 'q6'):
     go.append("//go:noescape")
     go.append(f"func {kind}_KRowsAVX512(w []byte, ldw int, a []byte, units int, nrows int, out []float32)")
     go.append("")
-for kind in ('q4', 'q5', 'q6'):
+for kind in ('q3', 'q4', 'q5', 'q6'):
     go.append(f"// {kind}_KTilesAVX512[T] is the kernel of one {kind.upper()}_K row and T inputs.")
     go.append(f"var {kind}_KTilesAVX512 = [{MAXT + 1}]func(w []byte, a []byte, lda int, nsb int, acc *[3 * 4 * q8Lanes]float32, zero bool, out []float32, ldo int){{")
     go.append("\tnil,")

@@ -13,7 +13,7 @@ w('//go:build amd64 && !purego')
 w('')
 w('#include "textflag.h"')
 w('')
-w('''// Q8_0 weights times 8-bit activations (q8act.go) with AVX-512 VNNI
+w('''// Q8_0 and Q4_0 weights times 8-bit activations (q8act.go) with AVX-512 VNNI
 // (VPDPBUSD on 512-bit registers), two blocks at a time: lanes 0-7 of a
 // register belong to the even block of a pair and lanes 8-15 to the odd
 // one. For each weight row r and input t, lane j of block b is
@@ -23,7 +23,10 @@ w('''// Q8_0 weights times 8-bit activations (q8act.go) with AVX-512 VNNI
 // the same order in every kernel here and in q8_0Lanes, so a row's result
 // does not depend on the kernel or the batch. An odd last block runs alone
 // with a zero partner, as in q8_0Lanes. The caller reduces the 16
-// accumulators (reduceLanes).
+// accumulators (reduceLanes). Q4_0 (q4_0x..., q4_0Lanes) unpacks a
+// block's 16 bytes of nibbles into its 32 unsigned values 0..15 in
+// element order and starts lane j at c_j / 16 = -8 * (its q's sum), so
+// the lane is sum (nib - 8) q; Z11 then holds bytes of 0x0F.
 //
 // func q8_0xRxTAVX512(w []byte, ldw int, a []byte, lda int, nb int, acc *[R*T*16]float32)
 // Rows r < R at w[r*ldw:], inputs t < T at a[t*lda:], nb blocks; acc
