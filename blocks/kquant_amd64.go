@@ -5,6 +5,45 @@
 package blocks
 
 //go:noescape
+func q2_Kx1x1AVX512(w []byte, a []byte, lda int, nsb int, acc *[3 * 4 * q8Lanes]float32, zero bool, out []float32, ldo int)
+
+//go:noescape
+func q2_Kx1x2AVX512(w []byte, a []byte, lda int, nsb int, acc *[3 * 4 * q8Lanes]float32, zero bool, out []float32, ldo int)
+
+//go:noescape
+func q2_Kx1x3AVX512(w []byte, a []byte, lda int, nsb int, acc *[3 * 4 * q8Lanes]float32, zero bool, out []float32, ldo int)
+
+//go:noescape
+func q2_Kx1x4AVX512(w []byte, a []byte, lda int, nsb int, acc *[3 * 4 * q8Lanes]float32, zero bool, out []float32, ldo int)
+
+//go:noescape
+func q2_Kx1x5AVX512(w []byte, a []byte, lda int, nsb int, acc *[3 * 4 * q8Lanes]float32, zero bool, out []float32, ldo int)
+
+//go:noescape
+func q2_Kx1x6AVX512(w []byte, a []byte, lda int, nsb int, acc *[3 * 4 * q8Lanes]float32, zero bool, out []float32, ldo int)
+
+//go:noescape
+func q2_Kx1x7AVX512(w []byte, a []byte, lda int, nsb int, acc *[3 * 4 * q8Lanes]float32, zero bool, out []float32, ldo int)
+
+//go:noescape
+func q2_Kx1x8AVX512(w []byte, a []byte, lda int, nsb int, acc *[3 * 4 * q8Lanes]float32, zero bool, out []float32, ldo int)
+
+//go:noescape
+func q2_Kx1x9AVX512(w []byte, a []byte, lda int, nsb int, acc *[3 * 4 * q8Lanes]float32, zero bool, out []float32, ldo int)
+
+//go:noescape
+func q2_Kx1x10AVX512(w []byte, a []byte, lda int, nsb int, acc *[3 * 4 * q8Lanes]float32, zero bool, out []float32, ldo int)
+
+//go:noescape
+func q2_Kx1x11AVX512(w []byte, a []byte, lda int, nsb int, acc *[3 * 4 * q8Lanes]float32, zero bool, out []float32, ldo int)
+
+//go:noescape
+func q2_Kx1x12AVX512(w []byte, a []byte, lda int, nsb int, acc *[3 * 4 * q8Lanes]float32, zero bool, out []float32, ldo int)
+
+//go:noescape
+func q2_KRowsAVX512(w []byte, ldw int, a []byte, units int, nrows int, out []float32)
+
+//go:noescape
 func q3_Kx1x1AVX512(w []byte, a []byte, lda int, nsb int, acc *[3 * 4 * q8Lanes]float32, zero bool, out []float32, ldo int)
 
 //go:noescape
@@ -159,6 +198,23 @@ func q6_Kx1x12AVX512(w []byte, a []byte, lda int, nsb int, acc *[3 * 4 * q8Lanes
 
 //go:noescape
 func q6_KRowsAVX512(w []byte, ldw int, a []byte, units int, nrows int, out []float32)
+
+// q2_KTilesAVX512[T] is the kernel of one Q2_K row and T inputs.
+var q2_KTilesAVX512 = [13]func(w []byte, a []byte, lda int, nsb int, acc *[3 * 4 * q8Lanes]float32, zero bool, out []float32, ldo int){
+	nil,
+	q2_Kx1x1AVX512,
+	q2_Kx1x2AVX512,
+	q2_Kx1x3AVX512,
+	q2_Kx1x4AVX512,
+	q2_Kx1x5AVX512,
+	q2_Kx1x6AVX512,
+	q2_Kx1x7AVX512,
+	q2_Kx1x8AVX512,
+	q2_Kx1x9AVX512,
+	q2_Kx1x10AVX512,
+	q2_Kx1x11AVX512,
+	q2_Kx1x12AVX512,
+}
 
 // q3_KTilesAVX512[T] is the kernel of one Q3_K row and T inputs.
 var q3_KTilesAVX512 = [13]func(w []byte, a []byte, lda int, nsb int, acc *[3 * 4 * q8Lanes]float32, zero bool, out []float32, ldo int){

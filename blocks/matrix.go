@@ -298,7 +298,7 @@ func (in *inputs) from(t0 int, views *[numActKinds]q8Acts) inputs {
 // multiple of 256) x is copied with rows cols+16 floats apart, so the 4
 // inputs a GEMM kernel reads at once do not all map to the same L1 cache
 // sets (4 KiB aliasing). When one of ms is Q8_0, Q4_0 or a K-quant of
-// q8Dtypes (Q3_K, Q4_K, Q5_K, Q6_K) and the CPU
+// q8Dtypes (Q2_K..Q6_K) and the CPU
 // has the VNNI kernels (eightBitActivations), the inputs are also
 // quantized to 8 bits, once for all rows and once per layout (blocks of
 // 32 for Q8_0 and Q4_0, Q8_K blocks of 256 for the K-quants). release returns the copies to

@@ -328,6 +328,7 @@ var q8Dtypes = map[swarm.DType]*q8Products{
 	swarm.DTypeQ8_0: {acts: acts32, unitBlocks: 1, unitBytes: q8BlockBytes, actUnitBytes: q8ActPairBytes / 2, tile: q8_0Tile3x4, dot: dotQ8_0Q8, rows: q8_0Rows},
 	swarm.DTypeQ4_0: {acts: acts32, unitBlocks: 1, unitBytes: q4_0BlockBytes, actUnitBytes: q8ActPairBytes / 2, tile: q4_0Tile3x4, dot: dotQ4_0Q8, rows: q4_0Rows},
 	swarm.DTypeQ4_K: {acts: actsK, unitBlocks: 8, unitBytes: q4KBlockBytes, actUnitBytes: q8KBlockBytes, tileK: q4_KTile, dot: dotQ4_KQ8K, rows: q4_KRows},
+	swarm.DTypeQ2_K: {acts: actsK, unitBlocks: 8, unitBytes: q2KBlockBytes, actUnitBytes: q8KBlockBytes, tileK: q2_KTile, dot: dotQ2_KQ8K, rows: q2_KRows},
 	swarm.DTypeQ3_K: {acts: actsK, unitBlocks: 8, unitBytes: q3KBlockBytes, actUnitBytes: q8KBlockBytes, tileK: q3_KTile, dot: dotQ3_KQ8K, rows: q3_KRows},
 	swarm.DTypeQ5_K: {acts: actsK, unitBlocks: 8, unitBytes: q5KBlockBytes, actUnitBytes: q8KBlockBytes, tileK: q5_KTile, dot: dotQ5_KQ8K, rows: q5_KRows},
 	swarm.DTypeQ6_K: {acts: actsK, unitBlocks: 8, unitBytes: q6KBlockBytes, actUnitBytes: q8KBlockBytes, tileK: q6_KTile, dot: dotQ6_KQ8K, rows: q6_KRows},

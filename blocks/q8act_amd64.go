@@ -41,7 +41,7 @@ func reduceQ8x12(acc *[3 * 4 * q8Lanes]float32, out *[12]float32) {
 var vnniKernels = avx512Kernels && cpu.X86.HasAVX512BW && cpu.X86.HasAVX512VNNI
 
 // eightBitActivations reports whether the products of q8Dtypes (Q8_0,
-// Q4_0, Q3_K, Q4_K, Q5_K, Q6_K) take 8-bit activations (prepareInputs):
+// Q4_0, Q2_K..Q6_K) take 8-bit activations (prepareInputs):
 // only with the VNNI kernels. Without
 // them the portable twins would be slower than the AVX2 kernels on
 // float32 activations, which those CPUs keep using (with results that
@@ -237,4 +237,30 @@ func q3_KRows(w []byte, ldw int, a []byte, nsb int, out []float32) {
 	_ = w[(len(out)-1)*ldw+nsb*q3KBlockBytes-1]
 	_ = a[nsb*q8KBlockBytes-1]
 	q3_KRowsAVX512(w, ldw, a, nsb, len(out), out)
+}
+
+// q2_KTile is q4_KTile for Q2_K rows, exactly as q2_KLanes would.
+func q2_KTile(w []byte, a []byte, lda, nsb, T int, acc *[3 * 4 * q8Lanes]float32, zero bool, out []float32, ldo int) {
+	if !vnniKernels {
+		q2_KTileGo(w, a, lda, nsb, T, acc, zero, out, ldo)
+		return
+	}
+	_ = w[nsb*q2KBlockBytes-1]
+	_ = a[(T-1)*lda+nsb*q8KBlockBytes-1]
+	if len(out) > 0 {
+		_ = out[(T-1)*ldo]
+	}
+	q2_KTilesAVX512[T](w, a, lda, nsb, acc, zero, out, ldo)
+}
+
+// q2_KRows sets out[r] to the product of Q2_K row r (ldw bytes apart)
+// and the Q8_K input a, as q2_KDotGo would.
+func q2_KRows(w []byte, ldw int, a []byte, nsb int, out []float32) {
+	if !vnniKernels || len(out) == 0 || nsb == 0 {
+		rowsGo(q2_KDotGo, w, ldw, a, nsb, out)
+		return
+	}
+	_ = w[(len(out)-1)*ldw+nsb*q2KBlockBytes-1]
+	_ = a[nsb*q8KBlockBytes-1]
+	q2_KRowsAVX512(w, ldw, a, nsb, len(out), out)
 }

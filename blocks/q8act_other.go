@@ -75,3 +75,12 @@ func q3_KTile(w []byte, a []byte, lda, nsb, T int, acc *[3 * 4 * q8Lanes]float32
 func q3_KRows(w []byte, ldw int, a []byte, nsb int, out []float32) {
 	rowsGo(q3_KDotGo, w, ldw, a, nsb, out)
 }
+
+// q2_KTile and q2_KRows are the portable Q2_K kernels (used by the tests).
+func q2_KTile(w []byte, a []byte, lda, nsb, T int, acc *[3 * 4 * q8Lanes]float32, zero bool, out []float32, ldo int) {
+	q2_KTileGo(w, a, lda, nsb, T, acc, zero, out, ldo)
+}
+
+func q2_KRows(w []byte, ldw int, a []byte, nsb int, out []float32) {
+	rowsGo(q2_KDotGo, w, ldw, a, nsb, out)
+}

@@ -101,6 +101,7 @@ func TestMulRowsQ8MatchesDot(t *testing.T) {
 		{swarm.DTypeQ4_K, []int{256, 512, 1280, 2048}}, // 1280: a chunk of 4 blocks of 256, then 1
 		{swarm.DTypeQ5_K, []int{256, 1280}},
 		{swarm.DTypeQ3_K, []int{256, 1280}},
+		{swarm.DTypeQ2_K, []int{256, 1280}},
 		{swarm.DTypeQ6_K, []int{256, 1280}},
 	} {
 		k := q8Dtypes[tc.dt]
@@ -139,7 +140,7 @@ func TestMulRowsQ8MatchesDot(t *testing.T) {
 // (tolerance: float32 rounding over 8 blocks), and with the product of the
 // float32 activations (tolerance: the 8-bit rounding of the activations).
 func TestDotK8(t *testing.T) {
-	for _, dt := range []swarm.DType{swarm.DTypeQ3_K, swarm.DTypeQ4_K, swarm.DTypeQ5_K, swarm.DTypeQ6_K} {
+	for _, dt := range []swarm.DType{swarm.DTypeQ2_K, swarm.DTypeQ3_K, swarm.DTypeQ4_K, swarm.DTypeQ5_K, swarm.DTypeQ6_K} {
 		t.Run(dt.String(), func(t *testing.T) { dotK8(t, dt) })
 	}
 }

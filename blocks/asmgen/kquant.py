@@ -101,22 +101,22 @@ w('//go:build amd64 && !purego')
 w('')
 w('#include "textflag.h"')
 w('')
-w('''// K-quant weights (Q3_K, Q4_K, Q5_K, Q6_K) times Q8_K activations (q8k.go, q4k.go,
+w('''// K-quant weights (Q2_K, Q3_K, Q4_K, Q5_K, Q6_K) times Q8_K activations (q8k.go, q4k.go,
 // q6k.go) with AVX-512 BW and VNNI: per block of 256 weights and output,
-// the integers of q3_KLanes / q4_KLanes / q5_KLanes / q6_KLanes (VPMADDUBSW of the weights'
+// the integers of q2_KLanes .. q6_KLanes (VPMADDUBSW of the weights'
 // unsigned values with the activations' q, VPDPWSSD with the group
 // scales as 16-bit integers), then their float32 steps in their order.
 // Chunk c of a block (64 weights) fills one 512-bit register.
 //
 // func q4_Kx1xTAVX512(w []byte, a []byte, lda int, nsb int, acc *[192]float32, zero bool, out []float32, ldo int), T = 1..12
-// func q3_Kx1xTAVX512, q5_Kx1xTAVX512, q6_Kx1xTAVX512 (...same...)
+// func q2_Kx1xTAVX512, q3_..., q5_..., q6_Kx1xTAVX512 (...same...)
 // One row w times inputs t < T at a[t*lda:], nsb blocks of 256; acc
 // holds output t's 16 accumulators at t*16, loaded first (or zeros when
 // zero is set) and stored back, or, when out is not empty, reduced
 // (reduceLanes) into out[t*ldo] instead of stored. A row's scales are
 // unpacked once per block for all T inputs.
 // func q4_KRowsAVX512(w []byte, ldw int, a []byte, units int, nrows int, out []float32)
-// func q3_KRowsAVX512, q5_KRowsAVX512, q6_KRowsAVX512 (...same...)
+// func q2_KRowsAVX512, q3_..., q5_..., q6_KRowsAVX512 (...same...)
 // out[r] = reduceLanes of the accumulators of row r (at w[r*ldw:]) times
 // input a, for r < nrows: the T = 1 body, row after row.
 //
@@ -137,7 +137,7 @@ for i in range(0, CONST_BYTES, 8):
 w(f"GLOBL ·kqConst(SB), RODATA|NOPTR, ${CONST_BYTES}")
 w("")
 
-UNIT = {'q3': 110, 'q4': 144, 'q5': 176, 'q6': 210}
+UNIT = {'q2': 84, 'q3': 110, 'q4': 144, 'q5': 176, 'q6': 210}
 MAXT = 12
 
 
@@ -159,8 +159,18 @@ def inp(t, off):
 def prologue(kind):
     """Unpacks the row's scales of the current block into Z2-Z5 (and Q4_K's
     doubled minimums into the scratch)."""
-    for p in range({'q3': 2, 'q4': 3, 'q5': 3, 'q6': 4}[kind]):
+    for p in range({'q2': 2, 'q3': 2, 'q4': 3, 'q5': 3, 'q6': 4}[kind]):
         w(f"\tPREFETCHT0 {PF + 64 * p}(SI)(BX*1)")
+    if kind == 'q2':
+        # Scales (low nibbles) widened into Z6 for the spreads below, the
+        # minimums (high nibbles) widened into the scratch.
+        w("\tVMOVDQU (SI)(BX*1), X6")
+        w("\tVPSRLW $4, X6, X7")
+        w(f"\tVPAND ·kqConst+{K4 + 16}(SB), X7, X7")
+        w("\tVPMOVZXBW X7, Y7")
+        w("\tVMOVDQU Y7, (R9)")
+        w(f"\tVPAND ·kqConst+{K4 + 16}(SB), X6, X6")
+        w("\tVPMOVZXBW X6, Y6")
     if kind in ('q4', 'q5'):
         # get_scale_min_k4 on 32-bit lanes: X6 bytes 0-7 sc, 8-15 m.
         w("\tVMOVDQU 4(SI)(BX*1), X6")
@@ -197,7 +207,7 @@ def prologue(kind):
         w(f"\tVPSUBB ·kqConst+{B20}(SB), X6, X6")
         w("\tVPMOVSXBW X6, Y6")
         w(f"\tVPMULLW ·kqConst+{NEG4}(SB), Y6, Y1")
-    else:
+    elif kind == 'q6':
         w("\tVPMOVSXBW 192(SI)(BX*1), Y6")
         w(f"\tVPMULLW ·kqConst+{NEG32}(SB), Y6, Y1")
     w("\tVSHUFI32X4 $0x00, Z6, Z6, Z7")
@@ -219,13 +229,15 @@ def weights(kind, c):
             w("\tVPSLLW $4, Z1, Z1")
             w(f"\tVPTERNLOGD $0xF8, ·kqConst+{B10}(SB), Z1, Z0")
         return
-    if kind == 'q3':
+    if kind in ('q2', 'q3'):
         # Bits 2i..2i+1 of qs[32h+l] for pass i = 2(c%2) (low half) and
-        # i+1 (high half), and bit 4h+i of hmask[l] moved to bit 2.
+        # i+1 (high half), and (Q3_K) bit 4h+i of hmask[l] moved to bit 2.
         h, p = c // 2, c % 2
-        w(f"\tVBROADCASTI64X4 {32 + 32 * h}(SI)(BX*1), Z0")
+        w(f"\tVBROADCASTI64X4 {(32 if kind == 'q3' else 16) + 32 * h}(SI)(BX*1), Z0")
         w(f"\tVPSRLVW ·kqConst+{CNT3Q + 64 * p}(SB), Z0, Z0")
         w(f"\tVPANDD ·kqConst+{B03}(SB), Z0, Z0")
+        if kind == 'q2':
+            return
         w("\tVBROADCASTI64X4 (SI)(BX*1), Z1")
         w(f"\tVPSRLVW ·kqConst+{CNT3H + 64 * c}(SB), Z1, Z1")
         w("\tVPSLLW $2, Z1, Z1")
@@ -255,11 +267,12 @@ def block(kind, T):
         weights(kind, c)
         for t in range(T):
             w(f"\tVPMADDUBSW {inp(t, 64 * c)}, Z0, Z1")
-            op = "VPMADDWD" if kind in ('q4', 'q5') and c == 0 else "VPDPWSSD"
+            op = "VPMADDWD" if kind in ('q2', 'q4', 'q5') and c == 0 else "VPDPWSSD"
             w(f"\t{op} Z{2 + c}, Z1, {isum(t)}")
-    if kind in ('q4', 'q5'):
-        # Z1 = d, Z2 = dmin (broadcast), Y3 the doubled minimums.
-        w("\tVMOVD (SI)(BX*1), X0")
+    if kind in ('q2', 'q4', 'q5'):
+        # Z1 = d, Z2 = dmin (broadcast), Y3 the (Q4_K, Q5_K: doubled)
+        # minimums.
+        w(f"\tVMOVD {80 if kind == 'q2' else 0}(SI)(BX*1), X0")
         w("\tVCVTPH2PS X0, X0")
         w("\tVBROADCASTSS X0, Z1")
         w("\tVPSHUFD $0x55, X0, X0")
@@ -397,7 +410,7 @@ def rows(kind):
     w("")
 
 
-for kind in ('q3', 'q4', 'q5', 'q6'):
+for kind in ('q2', 'q3', 'q4', 'q5', 'q6'):
     for T in range(1, MAXT + 1):
         tile(kind, T)
     rows(kind)
@@ -406,7 +419,7 @@ open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "kquant_amd6
 # The Go declarations of the kernels and their tables by T.
 go = ["// Code generated by blocks/asmgen/kquant.py; DO NOT EDIT.", "",
       "//go:build amd64 && !purego", "", "package blocks", ""]
-for kind in ('q3', 'q4', 'q5', 'q6'):
+for kind in ('q2', 'q3', 'q4', 'q5', 'q6'):
     for T in range(1, MAXT + 1):
         go.append("//go:noescape")
         go.append(f"func {kind}_Kx1x{T}AVX512(w []byte, a []byte, lda int, nsb int, acc *[3 * 4 * q8Lanes]float32, zero bool, out []float32, ldo int)")
@@ -414,7 +427,7 @@ for kind in ('q3', 'q4', 'q5', 'q6'):
     go.append("//go:noescape")
     go.append(f"func {kind}_KRowsAVX512(w []byte, ldw int, a []byte, units int, nrows int, out []float32)")
     go.append("")
-for kind in ('q3', 'q4', 'q5', 'q6'):
+for kind in ('q2', 'q3', 'q4', 'q5', 'q6'):
     go.append(f"// {kind}_KTilesAVX512[T] is the kernel of one {kind.upper()}_K row and T inputs.")
     go.append(f"var {kind}_KTilesAVX512 = [{MAXT + 1}]func(w []byte, a []byte, lda int, nsb int, acc *[3 * 4 * q8Lanes]float32, zero bool, out []float32, ldo int){{")
     go.append("\tnil,")
