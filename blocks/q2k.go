@@ -66,21 +66,9 @@ func dotQ2_KQ8K(w, a []byte, nsb int) float32 {
 }
 
 // q2_KDotGo is the portable dotQ2_KQ8K.
-func q2_KDotGo(w, a []byte, nsb int) float32 {
-	var acc [q8Lanes]float32
-	q2_KLanes(w, a, nsb, &acc)
-	return reduceLanes(&acc)
-}
+func q2_KDotGo(w, a []byte, nsb int) float32 { return kDotGo(q2_KLanes, w, a, nsb) }
 
 // q2_KTileGo is the portable q2_KTile: q2_KLanes per output.
 func q2_KTileGo(w []byte, a []byte, lda, nsb, T int, acc *[3 * 4 * q8Lanes]float32, zero bool, out []float32, ldo int) {
-	if zero {
-		clear(acc[:])
-	}
-	for t := range T {
-		q2_KLanes(w, a[t*lda:], nsb, (*[q8Lanes]float32)(acc[t*q8Lanes:]))
-		if len(out) > 0 {
-			out[t*ldo] = reduceLanes((*[q8Lanes]float32)(acc[t*q8Lanes:]))
-		}
-	}
+	kTileGo(q2_KLanes, w, a, lda, nsb, T, acc, zero, out, ldo)
 }

@@ -70,21 +70,9 @@ func dotQ3_KQ8K(w, a []byte, nsb int) float32 {
 }
 
 // q3_KDotGo is the portable dotQ3_KQ8K.
-func q3_KDotGo(w, a []byte, nsb int) float32 {
-	var acc [q8Lanes]float32
-	q3_KLanes(w, a, nsb, &acc)
-	return reduceLanes(&acc)
-}
+func q3_KDotGo(w, a []byte, nsb int) float32 { return kDotGo(q3_KLanes, w, a, nsb) }
 
 // q3_KTileGo is the portable q3_KTile: q3_KLanes per output.
 func q3_KTileGo(w []byte, a []byte, lda, nsb, T int, acc *[3 * 4 * q8Lanes]float32, zero bool, out []float32, ldo int) {
-	if zero {
-		clear(acc[:])
-	}
-	for t := range T {
-		q3_KLanes(w, a[t*lda:], nsb, (*[q8Lanes]float32)(acc[t*q8Lanes:]))
-		if len(out) > 0 {
-			out[t*ldo] = reduceLanes((*[q8Lanes]float32)(acc[t*q8Lanes:]))
-		}
-	}
+	kTileGo(q3_KLanes, w, a, lda, nsb, T, acc, zero, out, ldo)
 }

@@ -48,23 +48,11 @@ func q5_KLanes(w, a []byte, nsb int, acc *[q8Lanes]float32) { kLanes45(w, a, nsb
 
 // q5_KTileGo is the portable q5_KTile: q5_KLanes per output.
 func q5_KTileGo(w []byte, a []byte, lda, nsb, T int, acc *[3 * 4 * q8Lanes]float32, zero bool, out []float32, ldo int) {
-	if zero {
-		clear(acc[:])
-	}
-	for t := range T {
-		q5_KLanes(w, a[t*lda:], nsb, (*[q8Lanes]float32)(acc[t*q8Lanes:]))
-		if len(out) > 0 {
-			out[t*ldo] = reduceLanes((*[q8Lanes]float32)(acc[t*q8Lanes:]))
-		}
-	}
+	kTileGo(q5_KLanes, w, a, lda, nsb, T, acc, zero, out, ldo)
 }
 
 // q5_KDotGo is the portable dotQ5_KQ8K.
-func q5_KDotGo(w, a []byte, nsb int) float32 {
-	var acc [q8Lanes]float32
-	q5_KLanes(w, a, nsb, &acc)
-	return reduceLanes(&acc)
-}
+func q5_KDotGo(w, a []byte, nsb int) float32 { return kDotGo(q5_KLanes, w, a, nsb) }
 
 // dotQ5_KQ8K is the product of Q5_K row w with the Q8_K input a: the
 // result every path gives for this row and input.
@@ -127,21 +115,9 @@ func dotQ4_KQ8K(w, a []byte, nsb int) float32 {
 }
 
 // q4_KDotGo is the portable dotQ4_KQ8K.
-func q4_KDotGo(w, a []byte, nsb int) float32 {
-	var acc [q8Lanes]float32
-	q4_KLanes(w, a, nsb, &acc)
-	return reduceLanes(&acc)
-}
+func q4_KDotGo(w, a []byte, nsb int) float32 { return kDotGo(q4_KLanes, w, a, nsb) }
 
 // q4_KTileGo is the portable q4_KTile: q4_KLanes per output.
 func q4_KTileGo(w []byte, a []byte, lda, nsb, T int, acc *[3 * 4 * q8Lanes]float32, zero bool, out []float32, ldo int) {
-	if zero {
-		clear(acc[:])
-	}
-	for t := range T {
-		q4_KLanes(w, a[t*lda:], nsb, (*[q8Lanes]float32)(acc[t*q8Lanes:]))
-		if len(out) > 0 {
-			out[t*ldo] = reduceLanes((*[q8Lanes]float32)(acc[t*q8Lanes:]))
-		}
-	}
+	kTileGo(q4_KLanes, w, a, lda, nsb, T, acc, zero, out, ldo)
 }

@@ -76,21 +76,9 @@ func dotQ6_KQ8K(w, a []byte, nsb int) float32 {
 }
 
 // q6_KDotGo is the portable dotQ6_KQ8K.
-func q6_KDotGo(w, a []byte, nsb int) float32 {
-	var acc [q8Lanes]float32
-	q6_KLanes(w, a, nsb, &acc)
-	return reduceLanes(&acc)
-}
+func q6_KDotGo(w, a []byte, nsb int) float32 { return kDotGo(q6_KLanes, w, a, nsb) }
 
 // q6_KTileGo is the portable q6_KTile: q6_KLanes per output.
 func q6_KTileGo(w []byte, a []byte, lda, nsb, T int, acc *[3 * 4 * q8Lanes]float32, zero bool, out []float32, ldo int) {
-	if zero {
-		clear(acc[:])
-	}
-	for t := range T {
-		q6_KLanes(w, a[t*lda:], nsb, (*[q8Lanes]float32)(acc[t*q8Lanes:]))
-		if len(out) > 0 {
-			out[t*ldo] = reduceLanes((*[q8Lanes]float32)(acc[t*q8Lanes:]))
-		}
-	}
+	kTileGo(q6_KLanes, w, a, lda, nsb, T, acc, zero, out, ldo)
 }

@@ -152,6 +152,12 @@ func fma32(a, b, c float32) float32 { return float32(math.FMA(float64(a), float6
 // without assembly. An odd last block's zero partner adds 0 * 0 to
 // accumulators 8..15, as the kernels do.
 func q8_0Lanes(w, a []byte, nb int, acc *[q8Lanes]float32) {
+	lanes32(w, a, nb, acc, q8BlockBytes, func(wb []byte, e int) int32 { return int32(int8(wb[2+e])) })
+}
+
+// lanes32 is q8_0Lanes for weights in blocks of bb bytes (a binary16
+// scale, then the values) whose element e (< 32) is val(block, e).
+func lanes32(w, a []byte, nb int, acc *[q8Lanes]float32, bb int, val func(wb []byte, e int) int32) {
 	t := f16Table()
 	for b := range q8Pairs(nb) * 2 {
 		pair, h := a[(b/2)*q8ActPairBytes:(b/2+1)*q8ActPairBytes], b%2
@@ -161,12 +167,12 @@ func q8_0Lanes(w, a []byte, nb int, acc *[q8Lanes]float32) {
 			}
 			break
 		}
-		wb := w[b*q8BlockBytes : (b+1)*q8BlockBytes : (b+1)*q8BlockBytes]
+		wb := w[b*bb : (b+1)*bb : (b+1)*bb]
 		s := t[binary.LittleEndian.Uint16(wb)] * math.Float32frombits(binary.LittleEndian.Uint32(pair[128+32*h:]))
 		for j := range 8 {
 			var l int32
 			for k := range 4 {
-				l += int32(int8(wb[2+4*j+k])) * int32(int8(pair[32*h+4*j+k]))
+				l += val(wb, 4*j+k) * int32(int8(pair[32*h+4*j+k]))
 			}
 			acc[8*h+j] = fma32(float32(l), s, acc[8*h+j])
 		}
@@ -185,30 +191,9 @@ const q4_0BlockBytes = 18
 // starts the lane at c_j / 16 = -8 * sum_k q_{4j+k}); the float32 steps
 // are q8_0Lanes'.
 func q4_0Lanes(w, a []byte, nb int, acc *[q8Lanes]float32) {
-	t := f16Table()
-	for b := range q8Pairs(nb) * 2 {
-		pair, h := a[(b/2)*q8ActPairBytes:(b/2+1)*q8ActPairBytes], b%2
-		if b == nb {
-			for j := range 8 {
-				acc[8+j] = fma32(0, 0, acc[8+j])
-			}
-			break
-		}
-		wb := w[b*q4_0BlockBytes : (b+1)*q4_0BlockBytes : (b+1)*q4_0BlockBytes]
-		s := t[binary.LittleEndian.Uint16(wb)] * math.Float32frombits(binary.LittleEndian.Uint32(pair[128+32*h:]))
-		for j := range 8 {
-			var l int32
-			for k := range 4 {
-				e := 4*j + k // element of the block
-				nib := wb[2+e%16] & 15
-				if e >= 16 {
-					nib = wb[2+e%16] >> 4
-				}
-				l += (int32(nib) - 8) * int32(int8(pair[32*h+e]))
-			}
-			acc[8*h+j] = fma32(float32(l), s, acc[8*h+j])
-		}
-	}
+	lanes32(w, a, nb, acc, q4_0BlockBytes, func(wb []byte, e int) int32 {
+		return int32(wb[2+e%16]>>(4*(e/16))&15) - 8
+	})
 }
 
 // dotQ4_0Q8 is dotQ8_0Q8 for a Q4_0 row.

@@ -89,16 +89,7 @@ func q8_0Row(w, a []byte, nb int, acc *[q8Lanes]float32) {
 // over nsb blocks of 256, exactly as q4_KLanes would; when out is not
 // empty it sets out[t*ldo] to their reduceLanes instead of storing them.
 func q4_KTile(w []byte, a []byte, lda, nsb, T int, acc *[3 * 4 * q8Lanes]float32, zero bool, out []float32, ldo int) {
-	if !vnniKernels {
-		q4_KTileGo(w, a, lda, nsb, T, acc, zero, out, ldo)
-		return
-	}
-	_ = w[nsb*q4KBlockBytes-1]
-	_ = a[(T-1)*lda+nsb*q8KBlockBytes-1]
-	if len(out) > 0 {
-		_ = out[(T-1)*ldo]
-	}
-	q4_KTilesAVX512[T](w, a, lda, nsb, acc, zero, out, ldo)
+	kTile(&q4_KTilesAVX512, q4KBlockBytes, q4_KLanes, w, a, lda, nsb, T, acc, zero, out, ldo)
 }
 
 // q8_0Rows sets out[r] to dotQ8_0Q8 of row r (ldw bytes apart) and a.
@@ -115,13 +106,7 @@ func q8_0Rows(w []byte, ldw int, a []byte, nb int, out []float32) {
 // q4_KRows sets out[r] to the product of Q4_K row r (ldw bytes apart)
 // and the Q8_K input a, as q4_KDotGo would.
 func q4_KRows(w []byte, ldw int, a []byte, nsb int, out []float32) {
-	if !vnniKernels || len(out) == 0 || nsb == 0 {
-		rowsGo(q4_KDotGo, w, ldw, a, nsb, out)
-		return
-	}
-	_ = w[(len(out)-1)*ldw+nsb*q4KBlockBytes-1]
-	_ = a[nsb*q8KBlockBytes-1]
-	q4_KRowsAVX512(w, ldw, a, nsb, len(out), out)
+	kRows(q4_KRowsAVX512, q4KBlockBytes, q4_KLanes, w, ldw, a, nsb, out)
 }
 
 // q6_KTile adds to acc (zero: to zeros instead) the accumulators of
@@ -129,28 +114,13 @@ func q4_KRows(w []byte, ldw int, a []byte, nsb int, out []float32) {
 // over nsb blocks of 256, exactly as q6_KLanes would; when out is not
 // empty it sets out[t*ldo] to their reduceLanes instead of storing them.
 func q6_KTile(w []byte, a []byte, lda, nsb, T int, acc *[3 * 4 * q8Lanes]float32, zero bool, out []float32, ldo int) {
-	if !vnniKernels {
-		q6_KTileGo(w, a, lda, nsb, T, acc, zero, out, ldo)
-		return
-	}
-	_ = w[nsb*q6KBlockBytes-1]
-	_ = a[(T-1)*lda+nsb*q8KBlockBytes-1]
-	if len(out) > 0 {
-		_ = out[(T-1)*ldo]
-	}
-	q6_KTilesAVX512[T](w, a, lda, nsb, acc, zero, out, ldo)
+	kTile(&q6_KTilesAVX512, q6KBlockBytes, q6_KLanes, w, a, lda, nsb, T, acc, zero, out, ldo)
 }
 
 // q6_KRows sets out[r] to the product of Q6_K row r (ldw bytes apart)
 // and the Q8_K input a, as q6_KDotGo would.
 func q6_KRows(w []byte, ldw int, a []byte, nsb int, out []float32) {
-	if !vnniKernels || len(out) == 0 || nsb == 0 {
-		rowsGo(q6_KDotGo, w, ldw, a, nsb, out)
-		return
-	}
-	_ = w[(len(out)-1)*ldw+nsb*q6KBlockBytes-1]
-	_ = a[nsb*q8KBlockBytes-1]
-	q6_KRowsAVX512(w, ldw, a, nsb, len(out), out)
+	kRows(q6_KRowsAVX512, q6KBlockBytes, q6_KLanes, w, ldw, a, nsb, out)
 }
 
 // q4_0Tile3x4 is q8_0Tile3x4 for Q4_0 rows, exactly as q4_0Lanes would.
@@ -189,78 +159,66 @@ func q4_0Rows(w []byte, ldw int, a []byte, nb int, out []float32) {
 
 // q5_KTile is q4_KTile for Q5_K rows, exactly as q5_KLanes would.
 func q5_KTile(w []byte, a []byte, lda, nsb, T int, acc *[3 * 4 * q8Lanes]float32, zero bool, out []float32, ldo int) {
-	if !vnniKernels {
-		q5_KTileGo(w, a, lda, nsb, T, acc, zero, out, ldo)
-		return
-	}
-	_ = w[nsb*q5KBlockBytes-1]
-	_ = a[(T-1)*lda+nsb*q8KBlockBytes-1]
-	if len(out) > 0 {
-		_ = out[(T-1)*ldo]
-	}
-	q5_KTilesAVX512[T](w, a, lda, nsb, acc, zero, out, ldo)
+	kTile(&q5_KTilesAVX512, q5KBlockBytes, q5_KLanes, w, a, lda, nsb, T, acc, zero, out, ldo)
 }
 
 // q5_KRows sets out[r] to the product of Q5_K row r (ldw bytes apart)
 // and the Q8_K input a, as q5_KDotGo would.
 func q5_KRows(w []byte, ldw int, a []byte, nsb int, out []float32) {
-	if !vnniKernels || len(out) == 0 || nsb == 0 {
-		rowsGo(q5_KDotGo, w, ldw, a, nsb, out)
-		return
-	}
-	_ = w[(len(out)-1)*ldw+nsb*q5KBlockBytes-1]
-	_ = a[nsb*q8KBlockBytes-1]
-	q5_KRowsAVX512(w, ldw, a, nsb, len(out), out)
+	kRows(q5_KRowsAVX512, q5KBlockBytes, q5_KLanes, w, ldw, a, nsb, out)
 }
 
 // q3_KTile is q6_KTile for Q3_K rows, exactly as q3_KLanes would.
 func q3_KTile(w []byte, a []byte, lda, nsb, T int, acc *[3 * 4 * q8Lanes]float32, zero bool, out []float32, ldo int) {
-	if !vnniKernels {
-		q3_KTileGo(w, a, lda, nsb, T, acc, zero, out, ldo)
-		return
-	}
-	_ = w[nsb*q3KBlockBytes-1]
-	_ = a[(T-1)*lda+nsb*q8KBlockBytes-1]
-	if len(out) > 0 {
-		_ = out[(T-1)*ldo]
-	}
-	q3_KTilesAVX512[T](w, a, lda, nsb, acc, zero, out, ldo)
+	kTile(&q3_KTilesAVX512, q3KBlockBytes, q3_KLanes, w, a, lda, nsb, T, acc, zero, out, ldo)
 }
 
 // q3_KRows sets out[r] to the product of Q3_K row r (ldw bytes apart)
 // and the Q8_K input a, as q3_KDotGo would.
 func q3_KRows(w []byte, ldw int, a []byte, nsb int, out []float32) {
-	if !vnniKernels || len(out) == 0 || nsb == 0 {
-		rowsGo(q3_KDotGo, w, ldw, a, nsb, out)
-		return
-	}
-	_ = w[(len(out)-1)*ldw+nsb*q3KBlockBytes-1]
-	_ = a[nsb*q8KBlockBytes-1]
-	q3_KRowsAVX512(w, ldw, a, nsb, len(out), out)
+	kRows(q3_KRowsAVX512, q3KBlockBytes, q3_KLanes, w, ldw, a, nsb, out)
 }
 
 // q2_KTile is q4_KTile for Q2_K rows, exactly as q2_KLanes would.
 func q2_KTile(w []byte, a []byte, lda, nsb, T int, acc *[3 * 4 * q8Lanes]float32, zero bool, out []float32, ldo int) {
-	if !vnniKernels {
-		q2_KTileGo(w, a, lda, nsb, T, acc, zero, out, ldo)
-		return
-	}
-	_ = w[nsb*q2KBlockBytes-1]
-	_ = a[(T-1)*lda+nsb*q8KBlockBytes-1]
-	if len(out) > 0 {
-		_ = out[(T-1)*ldo]
-	}
-	q2_KTilesAVX512[T](w, a, lda, nsb, acc, zero, out, ldo)
+	kTile(&q2_KTilesAVX512, q2KBlockBytes, q2_KLanes, w, a, lda, nsb, T, acc, zero, out, ldo)
 }
 
 // q2_KRows sets out[r] to the product of Q2_K row r (ldw bytes apart)
 // and the Q8_K input a, as q2_KDotGo would.
 func q2_KRows(w []byte, ldw int, a []byte, nsb int, out []float32) {
-	if !vnniKernels || len(out) == 0 || nsb == 0 {
-		rowsGo(q2_KDotGo, w, ldw, a, nsb, out)
+	kRows(q2_KRowsAVX512, q2KBlockBytes, q2_KLanes, w, ldw, a, nsb, out)
+}
+
+// kTile runs tiles[T], the assembly tile of a K-quant whose blocks are bb
+// bytes, after bounding its reads, or kTileGo with the type's portable
+// lanes where the VNNI kernels are not in use (see q4_KTile).
+func kTile(tiles *[kTileInputs + 1]func(w []byte, a []byte, lda int, nsb int, acc *[3 * 4 * q8Lanes]float32, zero bool, out []float32, ldo int),
+	bb int, lanes kLanesFunc, w []byte, a []byte, lda, nsb, T int, acc *[3 * 4 * q8Lanes]float32, zero bool, out []float32, ldo int) {
+	if !vnniKernels {
+		kTileGo(lanes, w, a, lda, nsb, T, acc, zero, out, ldo)
 		return
 	}
-	_ = w[(len(out)-1)*ldw+nsb*q2KBlockBytes-1]
+	_ = w[nsb*bb-1]
+	_ = a[(T-1)*lda+nsb*q8KBlockBytes-1]
+	if len(out) > 0 {
+		_ = out[(T-1)*ldo]
+	}
+	tiles[T](w, a, lda, nsb, acc, zero, out, ldo)
+}
+
+// kRows runs rows, the assembly rows kernel of a K-quant whose blocks are
+// bb bytes, after bounding its reads, or the portable lanes row by row
+// (see q4_KRows).
+func kRows(rows func(w []byte, ldw int, a []byte, units int, nrows int, out []float32),
+	bb int, lanes kLanesFunc, w []byte, ldw int, a []byte, nsb int, out []float32) {
+	if !vnniKernels || len(out) == 0 || nsb == 0 {
+		for r := range out {
+			out[r] = kDotGo(lanes, w[r*ldw:], a, nsb)
+		}
+		return
+	}
+	_ = w[(len(out)-1)*ldw+nsb*bb-1]
 	_ = a[nsb*q8KBlockBytes-1]
-	q2_KRowsAVX512(w, ldw, a, nsb, len(out), out)
+	rows(w, ldw, a, nsb, len(out), out)
 }

@@ -24,7 +24,7 @@ func reduceQ8x12(acc *[3 * 4 * q8Lanes]float32, out *[12]float32) { reduceQ8x12G
 
 // q4_KTile is the portable tile (used by the tests).
 func q4_KTile(w []byte, a []byte, lda, nsb, T int, acc *[3 * 4 * q8Lanes]float32, zero bool, out []float32, ldo int) {
-	q4_KTileGo(w, a, lda, nsb, T, acc, zero, out, ldo)
+	kTileGo(q4_KLanes, w, a, lda, nsb, T, acc, zero, out, ldo)
 }
 
 // q8_0Rows and q4_KRows are the rows kernels of q8Products.
@@ -38,7 +38,7 @@ func q4_KRows(w []byte, ldw int, a []byte, nsb int, out []float32) {
 
 // q6_KTile is the portable tile (used by the tests).
 func q6_KTile(w []byte, a []byte, lda, nsb, T int, acc *[3 * 4 * q8Lanes]float32, zero bool, out []float32, ldo int) {
-	q6_KTileGo(w, a, lda, nsb, T, acc, zero, out, ldo)
+	kTileGo(q6_KLanes, w, a, lda, nsb, T, acc, zero, out, ldo)
 }
 
 // q6_KRows is the rows kernel of q8Products.
@@ -60,7 +60,7 @@ func q4_0Rows(w []byte, ldw int, a []byte, nb int, out []float32) {
 
 // q5_KTile and q5_KRows are the portable Q5_K kernels (used by the tests).
 func q5_KTile(w []byte, a []byte, lda, nsb, T int, acc *[3 * 4 * q8Lanes]float32, zero bool, out []float32, ldo int) {
-	q5_KTileGo(w, a, lda, nsb, T, acc, zero, out, ldo)
+	kTileGo(q5_KLanes, w, a, lda, nsb, T, acc, zero, out, ldo)
 }
 
 func q5_KRows(w []byte, ldw int, a []byte, nsb int, out []float32) {
@@ -69,7 +69,7 @@ func q5_KRows(w []byte, ldw int, a []byte, nsb int, out []float32) {
 
 // q3_KTile and q3_KRows are the portable Q3_K kernels (used by the tests).
 func q3_KTile(w []byte, a []byte, lda, nsb, T int, acc *[3 * 4 * q8Lanes]float32, zero bool, out []float32, ldo int) {
-	q3_KTileGo(w, a, lda, nsb, T, acc, zero, out, ldo)
+	kTileGo(q3_KLanes, w, a, lda, nsb, T, acc, zero, out, ldo)
 }
 
 func q3_KRows(w []byte, ldw int, a []byte, nsb int, out []float32) {
@@ -78,7 +78,7 @@ func q3_KRows(w []byte, ldw int, a []byte, nsb int, out []float32) {
 
 // q2_KTile and q2_KRows are the portable Q2_K kernels (used by the tests).
 func q2_KTile(w []byte, a []byte, lda, nsb, T int, acc *[3 * 4 * q8Lanes]float32, zero bool, out []float32, ldo int) {
-	q2_KTileGo(w, a, lda, nsb, T, acc, zero, out, ldo)
+	kTileGo(q2_KLanes, w, a, lda, nsb, T, acc, zero, out, ldo)
 }
 
 func q2_KRows(w []byte, ldw int, a []byte, nsb int, out []float32) {
