@@ -245,7 +245,7 @@ func TestHostAttention(t *testing.T) {
 			scale := float32(math.Sqrt(hd))
 			q := randn(rng, n*qDim)
 			out, scores := make([]float32, n*qDim), make([]float32, n*nh*(pos+n))
-			launchHost(t, "attention", n*nh, 128, &out, &q, &kc, &vc, &scores, nh, nkv, hd, pos, n, c.window, c.ring, scale, pos+n)
+			launchHost(t, "attention", n*nh, 128, &out, &q, &kc, &vc, &scores, nh, nkv, hd, pos, n, c.window, c.ring, scale, pos+n, nil)
 			want := make([]float32, n*qDim)
 			for tt := range n {
 				p := pos + tt

@@ -3,6 +3,7 @@ package cuda
 import (
 	"fmt"
 	"math"
+	"os"
 	"sync"
 	"unsafe"
 
@@ -44,22 +45,35 @@ type engine struct {
 	allocs []uint64 // weight allocations, freed by Close
 	// open are the sessions not closed yet: Close frees their caches too.
 	open map[*session]struct{}
+	// stage is the host side of a pass's upload (sc.in), reused.
+	stage []float32
+	prof  *profile // SWARM_CUDA_PROFILE; nil when off
+	// cublas makes every matrix product a cuBLAS GEMM (SWARM_CUDA_GEMM=cublas)
+	// instead of the matvec kernels.
+	cublas bool
 }
+
+// gemmEnv names the environment variable that picks the matrix products:
+// unset or "matvec" for the engine's own matvec kernels (kernels.cu, 10:
+// one read of the weights per pass, fused with the residual addition and
+// the gated activation), "cublas" for cublasGemmEx on column tiles of
+// gemmCols tokens (fp16 tensor cores, float32 sums). Either gives every
+// token the same values however the tokens are batched or chunked; the
+// two differ from each other in the last bits.
+const gemmEnv = "SWARM_CUDA_GEMM"
 
 var _ blocks.Engine = (*engine)(nil)
 
 // scratch is the device working memory of a forward, grown as needed.
 type scratch struct {
-	rows, ctx int // tokens and score columns it was sized for
-	x, xb2    uint64
+	rows, ctx int    // tokens and score columns it was sized for
+	in        uint64 // a pass's upload: 4 angle tables [rows, HeadDim/2], then the hidden states [rows, DModel]
+	xb2       uint64
 	xh        uint64 // fp16 [rows, max(DModel, qDim)]
 	q, k, v   uint64
 	att       uint64
 	hb, up    uint64
 	hbh       uint64 // fp16 [rows, FFNDim]
-	cos, sin  uint64 // [rows, HeadDim/2]
-	cosL      uint64
-	sinL      uint64
 	scores    uint64 // [rows*NHeads, ctx]
 }
 
@@ -89,7 +103,8 @@ func newEngine(g *gpu, t blocks.SpanTensors, cacheBytes func(swarm.ModelInfo) in
 	if cfg.Activation == blocks.ActGELUTanh {
 		act = 1
 	}
-	e := &engine{g: g, info: info, span: span, rope: rope, act: act, attnScale: float32(scale)}
+	e := &engine{g: g, info: info, span: span, rope: rope, act: act, attnScale: float32(scale), prof: newProfile(),
+		cublas: os.Getenv(gemmEnv) == "cublas"}
 	err = g.do(func() error {
 		for b := span.Start; b < span.End; b++ {
 			l, err := e.uploadLayer(t, b)
@@ -233,6 +248,9 @@ func (e *engine) Close() error {
 		return nil
 	}
 	e.closed = true
+	if e.prof != nil {
+		e.prof.write(os.Stderr, fmt.Sprintf("blocks %s", e.span))
+	}
 	for s := range e.open {
 		s.free()
 	}
@@ -257,7 +275,7 @@ func (e *engine) release() {
 // freeScratch frees the scratch buffers (inside do).
 func (e *engine) freeScratch() {
 	s := &e.sc
-	for _, p := range []uint64{s.x, s.xb2, s.xh, s.q, s.k, s.v, s.att, s.hb, s.up, s.hbh, s.cos, s.sin, s.cosL, s.sinL, s.scores} {
+	for _, p := range []uint64{s.in, s.xb2, s.xh, s.q, s.k, s.v, s.att, s.hb, s.up, s.hbh, s.scores} {
 		e.g.free(p)
 	}
 	e.sc = scratch{}
@@ -288,11 +306,10 @@ func (e *engine) growScratch(rows, ctx int) error {
 		p     *uint64
 		bytes int
 	}{
-		{&s.x, 4 * rows * info.DModel}, {&s.xb2, 4 * rows * info.DModel},
+		{&s.in, 4 * rows * (info.DModel + 4*half)}, {&s.xb2, 4 * rows * info.DModel},
 		{&s.xh, 2 * rows * max(info.DModel, qDim)},
 		{&s.q, 4 * rows * qDim}, {&s.k, 4 * rows * kvDim}, {&s.v, 4 * rows * kvDim}, {&s.att, 4 * rows * qDim},
 		{&s.hb, 4 * rows * info.FFNDim}, {&s.up, 4 * rows * info.FFNDim}, {&s.hbh, 2 * rows * info.FFNDim},
-		{&s.cos, 4 * rows * half}, {&s.sin, 4 * rows * half}, {&s.cosL, 4 * rows * half}, {&s.sinL, 4 * rows * half},
 		{&s.scores, 4 * rows * info.NHeads * ctx},
 	} {
 		p, err := e.g.alloc(int64(a.bytes))
@@ -311,6 +328,14 @@ func (e *engine) growScratch(rows, ctx int) error {
 	}
 	e.sc = s
 	return nil
+}
+
+// stageFor returns the upload stage resized to n floats (inside do).
+func (e *engine) stageFor(n int) []float32 {
+	if cap(e.stage) < n {
+		e.stage = make([]float32, n)
+	}
+	return e.stage[:n]
 }
 
 // errClosed is the error of a call after Close.

@@ -1,6 +1,11 @@
 package cuda
 
-import "github.com/swarmllm/swarm/blocks"
+import (
+	"fmt"
+	"time"
+
+	"github.com/swarmllm/swarm/blocks"
+)
 
 // seg is one session's rows in a pass: n tokens at positions pos.., rows
 // off..off+n-1 of the pass.
@@ -8,6 +13,20 @@ type seg struct {
 	s           *session
 	pos, n, off int
 }
+
+// mvOut is one matrix of a matvec launch and its float32 output [n, rows]
+// (0 in mode mvGLU).
+type mvOut struct {
+	m devMat
+	o uint64
+}
+
+// The modes of the matvec kernels (kernels.cu, 10).
+const (
+	mvStore = 0 // out = W · x, up to three matrices stacked
+	mvAdd   = 1 // out += W · x (the residual)
+	mvGLU   = 2 // outh = f16(act(W1 · x) * (W3 · x))
+)
 
 // gemmCols is the width of every matrix product's column tile: cuBLAS is
 // always asked for [rows, gemmCols] outputs, the rows of a pass padded
@@ -41,16 +60,24 @@ func (e *engine) forward(segs []seg, in, out []float32) error {
 		n += sg.n
 		ctxMax = max(ctxMax, sg.pos+sg.n)
 	}
+	prof, bk := e.prof, bucket(n)
+	start := time.Now()
 	if err := e.growScratch(n, ctxMax); err != nil {
 		return err
+	}
+	if prof != nil {
+		prof.add(bk+" grow scratch", time.Since(start))
 	}
 	sc := &e.sc
 	sub := segs[0].s.sub
 
-	// RoPE angles of every row's position (the sliding blocks' own when
-	// they rotate with another base).
-	cos, sin := make([]float32, n*half), make([]float32, n*half)
-	cosL, sinL := make([]float32, n*half), make([]float32, n*half)
+	// One upload per pass: the RoPE angles of every row's position (the
+	// sliding blocks' own when they rotate with another base) and the
+	// hidden states, packed as [cos | sin | cosL | sinL | x] (n*half
+	// floats each, then n*DModel) in the stage and in sc.in.
+	nh4 := n * half
+	stage := e.stageFor(4*nh4 + n*d)
+	cos, sin, cosL, sinL := stage[:nh4], stage[nh4:2*nh4], stage[2*nh4:3*nh4], stage[3*nh4:4*nh4]
 	for _, sg := range segs {
 		for t := range sg.n {
 			r := (sg.off + t) * half
@@ -58,42 +85,73 @@ func (e *engine) forward(segs []seg, in, out []float32) error {
 			e.rope.Angles(sg.pos+t, true, cosL[r:r+half], sinL[r:r+half])
 		}
 	}
-	for _, u := range []struct {
-		p uint64
-		x []float32
-	}{{sc.x, in}, {sc.cos, cos}, {sc.sin, sin}, {sc.cosL, cosL}, {sc.sinL, sinL}} {
-		if err := g.uploadF32(u.p, u.x); err != nil {
-			return err
-		}
-	}
-
+	copy(stage[4*nh4:], in)
+	pCos, pSin, pCosL, pSinL := sc.in, offF32(sc.in, nh4), offF32(sc.in, 2*nh4), offF32(sc.in, 3*nh4)
+	x := offF32(sc.in, 4*nh4) // the residual stream [n, DModel]; 16-byte aligned
 	var err error
-	// run queues the operations in order and keeps the first error.
-	run := func(f func() error) {
-		if err == nil {
-			err = f()
+	// run queues the operations in order and keeps the first error; with
+	// SWARM_CUDA_PROFILE=ops it also waits for each and times it under
+	// its label (a func: the string is built only then).
+	run := func(label func() string, f func() error) {
+		if err != nil {
+			return
 		}
+		if prof == nil || !prof.ops {
+			err = f()
+			return
+		}
+		t := time.Now()
+		if err = f(); err == nil {
+			err = g.sync()
+		}
+		prof.add(bk+" "+label(), time.Since(t))
 	}
+	run(func() string { return "upload" }, func() error { return g.uploadF32(sc.in, stage) })
 	norm := func(o, oh, x, w uint64, rows, cols int) {
-		run(func() error {
+		run(func() string { return "rmsnorm" }, func() error {
 			return g.launch(kRMSNorm, uint32(rows), 256, argPtr(o), argPtr(oh), argPtr(x), argPtr(w), argInt(cols), argF32(eps))
 		})
 	}
 	gemm := func(o uint64, m devMat, x uint64) {
 		for c := 0; c < n; c += gemmCols {
-			run(func() error {
+			run(func() string { return fmt.Sprintf("gemm %dx%d", m.rows, m.cols) }, func() error {
 				return g.blas.gemm(g.handle, o+4*uint64(c*m.rows), m.p, x+2*uint64(c*m.cols), m.rows, m.cols, gemmCols)
 			})
 		}
 	}
+	// mv runs the matvec kernel (kernels.cu) on the pass's n tokens of x
+	// (half, [n, cols]) against up to three matrices of one width.
+	mv := func(mode int, x uint64, outh uint64, mats ...mvOut) {
+		var a [3]mvOut
+		copy(a[:], mats)
+		rows, units := 0, 0
+		for _, m := range mats {
+			rows += m.m.rows
+		}
+		if units = (rows + 1) / 2; mode == mvGLU {
+			units = mats[0].m.rows
+		}
+		k := kMatvec16
+		switch {
+		case n == 1:
+			k = kMatvec1
+		case n <= 4:
+			k = kMatvec4
+		}
+		run(func() string { return fmt.Sprintf("%s mode %d %dx%d", kernelNames[k], mode, rows, mats[0].m.cols) }, func() error {
+			return g.launch(k, uint32((units+3)/4), 128, argPtr(x), argInt(mats[0].m.cols), argInt(n),
+				argPtr(a[0].m.p), argPtr(a[0].o), argInt(a[0].m.rows), argPtr(a[1].m.p), argPtr(a[1].o), argInt(a[1].m.rows),
+				argPtr(a[2].m.p), argPtr(a[2].o), argInt(a[2].m.rows), argInt(mode), argPtr(outh), argInt(e.act))
+		})
+	}
 	ew := func(k kernel, total int, args ...uint64) {
-		run(func() error { return g.launch(k, gridFor(total), 256, args...) })
+		run(func() string { return kernelNames[k] }, func() error { return g.launch(k, gridFor(total), 256, args...) })
 	}
 	residual := func(post uint64) {
 		if post != 0 {
 			norm(sc.xb2, 0, sc.xb2, post, n, d)
 		}
-		ew(kAdd, n*d, argPtr(sc.x), argPtr(sc.xb2), argInt(n*d))
+		ew(kAdd, n*d, argPtr(x), argPtr(sc.xb2), argInt(n*d))
 	}
 
 	for b := sub.Start; b < sub.End; b++ {
@@ -101,10 +159,14 @@ func (e *engine) forward(segs []seg, in, out []float32) error {
 		m, v := &l.mats, &l.vecs
 
 		// Attention.
-		norm(0, sc.xh, sc.x, v[blocks.SlotAttnNorm], n, d)
-		gemm(sc.q, m[blocks.SlotWQ], sc.xh)
-		gemm(sc.k, m[blocks.SlotWK], sc.xh)
-		gemm(sc.v, m[blocks.SlotWV], sc.xh)
+		norm(0, sc.xh, x, v[blocks.SlotAttnNorm], n, d)
+		if e.cublas {
+			gemm(sc.q, m[blocks.SlotWQ], sc.xh)
+			gemm(sc.k, m[blocks.SlotWK], sc.xh)
+			gemm(sc.v, m[blocks.SlotWV], sc.xh)
+		} else {
+			mv(mvStore, sc.xh, 0, mvOut{m[blocks.SlotWQ], sc.q}, mvOut{m[blocks.SlotWK], sc.k}, mvOut{m[blocks.SlotWV], sc.v})
+		}
 		if v[blocks.SlotBQ] != 0 {
 			ew(kAddBias, n*qDim, argPtr(sc.q), argPtr(v[blocks.SlotBQ]), argInt(qDim), argInt(n*qDim))
 			ew(kAddBias, n*kvDim, argPtr(sc.k), argPtr(v[blocks.SlotBK]), argInt(kvDim), argInt(n*kvDim))
@@ -114,9 +176,9 @@ func (e *engine) forward(segs []seg, in, out []float32) error {
 			norm(sc.q, 0, sc.q, v[blocks.SlotQNorm], n*nh, hd)
 			norm(sc.k, 0, sc.k, v[blocks.SlotKNorm], n*nkv, hd)
 		}
-		cp, sp := sc.cos, sc.sin
+		cp, sp := pCos, pSin
 		if l.sliding {
-			cp, sp = sc.cosL, sc.sinL
+			cp, sp = pCosL, pSinL
 		}
 		ew(kRoPE, n*nh*half, argPtr(sc.q), argPtr(cp), argPtr(sp), argInt(nh), argInt(hd), argInt(n))
 		ew(kRoPE, n*nkv*half, argPtr(sc.k), argPtr(cp), argPtr(sp), argInt(nkv), argInt(hd), argInt(n))
@@ -132,26 +194,54 @@ func (e *engine) forward(segs []seg, in, out []float32) error {
 			}
 			ew(kStoreKV, sg.n*kvDim, argPtr(c.k), argPtr(c.v), argPtr(offF32(sc.k, sg.off*kvDim)), argPtr(offF32(sc.v, sg.off*kvDim)),
 				argInt(kvDim), argInt(sg.pos), argInt(ring), argInt(sg.n))
-			run(func() error {
-				return g.launch(kAttention, uint32(sg.n*nh), 128, argPtr(offF32(sc.att, sg.off*qDim)), argPtr(offF32(sc.q, sg.off*qDim)),
+			run(func() string { return "attention" }, func() error {
+				return g.launch(kAttention, uint32(sg.n*nh), 256, argPtr(offF32(sc.att, sg.off*qDim)), argPtr(offF32(sc.q, sg.off*qDim)),
 					argPtr(c.k), argPtr(c.v), argPtr(sc.scores),
-					argInt(nh), argInt(nkv), argInt(hd), argInt(sg.pos), argInt(sg.n), argInt(window), argInt(ring), argF32(e.attnScale), argInt(sc.ctx))
+					argInt(nh), argInt(nkv), argInt(hd), argInt(sg.pos), argInt(sg.n), argInt(window), argInt(ring), argF32(e.attnScale), argInt(sc.ctx),
+					argPtr(offF16(sc.xh, sg.off*qDim)))
 			})
 		}
-		ew(kToF16, n*qDim, argPtr(sc.xh), argPtr(sc.att), argInt(n*qDim))
-		gemm(sc.xb2, m[blocks.SlotWO], sc.xh)
-		residual(v[blocks.SlotPostAttnNorm])
+		// out = W · in, then the residual: x += post(out); without a
+		// post-norm the matvec adds into x itself (the same float sums).
+		project := func(w devMat, in uint64, post uint64) {
+			if e.cublas {
+				gemm(sc.xb2, w, in)
+				residual(post)
+				return
+			}
+			if post != 0 {
+				mv(mvStore, in, 0, mvOut{w, sc.xb2})
+				residual(post)
+				return
+			}
+			mv(mvAdd, in, 0, mvOut{w, x})
+		}
+		project(m[blocks.SlotWO], sc.xh, v[blocks.SlotPostAttnNorm])
 
 		// Feed-forward.
-		norm(0, sc.xh, sc.x, v[blocks.SlotFFNNorm], n, d)
-		gemm(sc.hb, m[blocks.SlotW1], sc.xh)
-		gemm(sc.up, m[blocks.SlotW3], sc.xh)
-		ew(kGLU, n*ffn, argPtr(sc.hbh), argPtr(sc.hb), argPtr(sc.up), argInt(n*ffn), argInt(e.act))
-		gemm(sc.xb2, m[blocks.SlotW2], sc.hbh)
-		residual(v[blocks.SlotPostFFNNorm])
+		norm(0, sc.xh, x, v[blocks.SlotFFNNorm], n, d)
+		if e.cublas {
+			gemm(sc.hb, m[blocks.SlotW1], sc.xh)
+			gemm(sc.up, m[blocks.SlotW3], sc.xh)
+			ew(kGLU, n*ffn, argPtr(sc.hbh), argPtr(sc.hb), argPtr(sc.up), argInt(n*ffn), argInt(e.act))
+		} else {
+			mv(mvGLU, sc.xh, sc.hbh, mvOut{m[blocks.SlotW1], 0}, mvOut{m[blocks.SlotW3], 0})
+		}
+		project(m[blocks.SlotW2], sc.hbh, v[blocks.SlotPostFFNNorm])
 		if err != nil {
 			return err
 		}
 	}
-	return g.downloadF32(out, sc.x)
+	if err != nil {
+		return err
+	}
+	queued := time.Now()
+	err = g.downloadF32(out, x)
+	if prof != nil && !prof.ops {
+		prof.add(bk+" queue (host)", queued.Sub(start))
+		prof.add(bk+" wait for device", time.Since(queued))
+	} else if prof != nil {
+		prof.add(bk+" download", time.Since(queued))
+	}
+	return err
 }

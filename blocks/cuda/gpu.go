@@ -199,6 +199,7 @@ func argF32(v float32) uint64       { return uint64(math.Float32bits(v)) }
 func argPtr(p uint64) uint64        { return p }
 func gridFor(total int) uint32      { return uint32(min(max((total+255)/256, 1), 65535)) }
 func offF32(p uint64, n int) uint64 { return p + 4*uint64(n) }
+func offF16(p uint64, n int) uint64 { return p + 2*uint64(n) }
 
 // launch queues kernel k on grid x block threads with args, in the order
 // of its CUDA C parameters (inside do).

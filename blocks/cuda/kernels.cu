@@ -47,6 +47,29 @@ __device__ __forceinline__ unsigned short f16(float x) { return host_f16(x); }
 __device__ __forceinline__ float f32(unsigned short h) { return host_f32(h); }
 #endif
 
+// sw_u4 holds 8 halves; load16 reads them from a 16-byte aligned address.
+#ifndef SWARM_HOST_EMULATION
+struct sw_u4 {
+    unsigned int a, b, c, d;
+};
+__device__ __forceinline__ sw_u4 load16(const unsigned short* p)
+{
+    const uint4 v = *reinterpret_cast<const uint4*>(p);
+    sw_u4 r = {v.x, v.y, v.z, v.w};
+    return r;
+}
+#else
+struct sw_u4 {
+    unsigned int a, b, c, d;
+};
+__device__ __forceinline__ sw_u4 load16(const unsigned short* p)
+{
+    sw_u4 r;
+    std::memcpy(&r, p, sizeof r);
+    return r;
+}
+#endif
+
 // sw_exp is the exponential used by softmax and SwiGLU, computed in double
 // and rounded as the CPU's float32(math.Exp(float64(x))) is (expf could be
 // 2 ulp away). Both are correctly rounded or nearly so, so they agree on
@@ -117,6 +140,7 @@ extern "C" __global__ void rmsnorm(float* out, unsigned short* outh, const float
     const float* xr = x + base;
 
     float ss = 0.0f;
+#pragma unroll 8
     for (int i = threadIdx.x; i < cols; i += blockDim.x) {
         const float v = xr[i];
         ss += v * v;
@@ -128,6 +152,7 @@ extern "C" __global__ void rmsnorm(float* out, unsigned short* outh, const float
     ss = ss + eps;
     const float s = 1.0f / sqrtf(ss);
 
+#pragma unroll 8
     for (int i = threadIdx.x; i < cols; i += blockDim.x) {
         const float y = w[i] * (s * xr[i]);
         if (out != 0) {
@@ -231,14 +256,19 @@ extern "C" __global__ void store_kv(unsigned short* kc, unsigned short* vc, cons
 // : 0, KV head kvh = h / (nHeads/nKVHeads):
 //   phase 1: sc[j] = (sum_d q[d]*k_j[d], d ascending) / scale
 //   phase 2: softmax over sc (max, exp(x - max), sum, divide)
-//   phase 3: out[d] = sum_j sc[j]*v_j[d], j ascending
-// headDim <= 256.
-// Launch: grid.x = n*nHeads, blockDim.x = 128 (power of two, <= 256).
-// Matches blocks/block.go attention / keyScores / softmax / axpy.
+//   phase 3: out[d] = sum_j sc[j]*v_j[d]: each warp sums every
+//            (blockDim.x/32)-th position in ascending order, then the
+//            warps' sums are added in warp order
+// headDim <= 256. With outh != NULL the result goes to outh [n,
+// nHeads*headDim] as half (f16, the next product's input) instead of out.
+// Launch: grid.x = n*nHeads, blockDim.x = 256 (a power of two, 32 to 256).
+// Matches blocks/block.go attention / keyScores / softmax / axpy, up to
+// the order of phase 3's sums.
 extern "C" __global__ void attention(float* out, const float* q, const unsigned short* kc,
                                      const unsigned short* vc, float* scores, int nHeads,
                                      int nKVHeads, int headDim, int pos, int n, int window,
-                                     int ring, float scale, int scoreStride)
+                                     int ring, float scale, int scoreStride,
+                                     unsigned short* outh)
 {
     __shared__ float qs[SW_MAX_HEAD_DIM];
     __shared__ float buf[SW_MAX_THREADS];
@@ -273,8 +303,22 @@ extern "C" __global__ void attention(float* out, const float* q, const unsigned 
         const size_t rj = ring > 0 ? (size_t)(j % ring) : (size_t)j;
         const unsigned short* kj = kc + rj * kvDim + koff;
         float dot = 0.0f;
-        for (int d = 0; d < headDim; d++) {
-            dot += qs[d] * f32(kj[d]);
+        if ((headDim & 7) == 0) {
+            // The same sums in the same order, from 16-byte loads.
+#pragma unroll 4
+            for (int d = 0; d < headDim; d += 8) {
+                const sw_u4 kv = load16(kj + d);
+                const unsigned int ks[4] = {kv.a, kv.b, kv.c, kv.d};
+#pragma unroll
+                for (int i = 0; i < 4; i++) {
+                    dot += qs[d + 2 * i] * f32((unsigned short)(ks[i] & 0xffffu));
+                    dot += qs[d + 2 * i + 1] * f32((unsigned short)(ks[i] >> 16));
+                }
+            }
+        } else {
+            for (int d = 0; d < headDim; d++) {
+                dot += qs[d] * f32(kj[d]);
+            }
         }
         const float s = dot / scale;
         sc[jj] = s;
@@ -296,16 +340,50 @@ extern "C" __global__ void attention(float* out, const float* q, const unsigned 
     }
     __syncthreads(); // phase 3 reads every thread's scores
 
-    // Phase 3: weighted sum of values.
+    // Phase 3: weighted sum of values. Warp w sums the positions jj = w,
+    // w + W, ... (W warps) for the dimensions d = lane + 32*i; the warps'
+    // partial sums are then added in warp order (a fixed order: the result
+    // does not depend on timing).
+    __shared__ float part[SW_MAX_THREADS / 32][SW_MAX_HEAD_DIM];
+    const int lane = tid & 31, warp = tid >> 5, nw = blockDim.x >> 5;
+    float acc[SW_MAX_HEAD_DIM / 32];
+#pragma unroll
+    for (int i = 0; i < SW_MAX_HEAD_DIM / 32; i++) {
+        acc[i] = 0.0f;
+    }
+#pragma unroll 4
+    for (int jj = warp; jj < cnt; jj += nw) {
+        const int j = lo + jj;
+        const size_t rj = ring > 0 ? (size_t)(j % ring) : (size_t)j;
+        const unsigned short* vj = vc + rj * kvDim + koff;
+        const float w = sc[jj];
+#pragma unroll
+        for (int i = 0; i < SW_MAX_HEAD_DIM / 32; i++) {
+            const int d = lane + 32 * i;
+            if (d < headDim) {
+                acc[i] += w * f32(vj[d]);
+            }
+        }
+    }
+#pragma unroll
+    for (int i = 0; i < SW_MAX_HEAD_DIM / 32; i++) {
+        const int d = lane + 32 * i;
+        if (d < headDim) {
+            part[warp][d] = acc[i];
+        }
+    }
+    __syncthreads();
     float* oh = out + row * headDim;
     for (int d = tid; d < headDim; d += blockDim.x) {
-        float acc = 0.0f;
-        for (int jj = 0; jj < cnt; jj++) {
-            const int j = lo + jj;
-            const size_t rj = ring > 0 ? (size_t)(j % ring) : (size_t)j;
-            acc += sc[jj] * f32(vc[rj * kvDim + koff + d]);
+        float r = part[0][d];
+        for (int w = 1; w < nw; w++) {
+            r += part[w][d];
         }
-        oh[d] = acc;
+        if (outh != 0) {
+            outh[row * headDim + d] = f16(r);
+        } else {
+            oh[d] = r;
+        }
     }
 }
 
@@ -320,22 +398,26 @@ extern "C" __global__ void attention(float* out, const float* q, const unsigned 
 //     x = (double)g; y = y * u
 // Launch: blockDim.x = 256, grid-stride over total.
 // Matches blocks/block.go mulGLU / geluTanh.
+// glu_one is the gated activation of one element: act(g) * u (see glu).
+__device__ __forceinline__ float glu_one(float gv, float uv, int act)
+{
+    float y;
+    if (act == 1) {
+        const double x = (double)gv;
+        const double k = 0.7978845608028654; // math.Sqrt(2/math.Pi)
+        y = (float)(0.5 * x * (1.0 + tanh(k * (x + 0.044715 * x * x * x))));
+    } else {
+        y = gv * (1.0f / (1.0f + sw_exp(-gv)));
+    }
+    return y * uv;
+}
+
 extern "C" __global__ void glu(unsigned short* outh, const float* g, const float* u, int total,
                                int act)
 {
     const long long stride = (long long)blockDim.x * gridDim.x;
     for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < total; i += stride) {
-        float y;
-        if (act == 1) {
-            const double x = (double)g[i];
-            const double k = 0.7978845608028654; // math.Sqrt(2/math.Pi)
-            y = (float)(0.5 * x * (1.0 + tanh(k * (x + 0.044715 * x * x * x))));
-        } else {
-            const float gv = g[i];
-            y = gv * (1.0f / (1.0f + sw_exp(-gv)));
-        }
-        y = y * u[i];
-        outh[i] = f16(y);
+        outh[i] = f16(glu_one(g[i], u[i], act));
     }
 }
 
@@ -376,4 +458,220 @@ extern "C" __global__ void f16_to_f32(float* o, const unsigned short* x, int n)
     for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
         o[i] = f32(x[i]);
     }
+}
+
+// ---------------------------------------------------------------------------
+// 10. matvec_1, matvec_4, matvec_16
+//
+// The engine's matrix products: out[c, r] = sum_k W[r, k] * x[c, k] for the
+// n tokens c of a pass, W [rows, cols] half (a weight matrix, row-major),
+// x [n, cols] half, sums in float32. Bound by reading W: each warp reads two
+// rows once for all the pass's tokens (a column tile of NC tokens at a
+// time, the later tiles from cache), with 16-byte loads when cols % 8 == 0.
+//
+// A token's result depends only on its own x and W, never on n, NC or the
+// other tokens: lane l sums the elements k = 8*(l + 32*i) + j (i, then j
+// ascending; or k = l + 32*i without 16-byte loads) with fmaf, then the 32
+// lane sums are combined by a fixed butterfly (__shfl_xor_sync 16, 8, 4, 2,
+// 1). So a decode step, a batch and a prefill chunk give every token bit
+// for bit the same values, and a replay reproduces them.
+//
+// Row units: a warp computes unit u = global warp index.
+//   mode 0 (store): rows 2u and 2u+1 of the stacked matrices w0 [rows0],
+//           w1 [rows1], w2 [rows2] (rows1, rows2 may be 0), each written to
+//           its own output: oK[c*rowsK + r] = sum.
+//   mode 1 (add): rows 2u, 2u+1 of w0: o0[c*rows0 + r] += sum (residual).
+//   mode 2 (glu): row u of w0 (gate) and of w1 (up), rows0 = rows1:
+//           outh[c*rows0 + u] = f16(glu_one(gate, up, act)) (see glu).
+// Launch: blockDim.x = 128 (4 warps), grid.x = ceil(units/4), units =
+// ceil((rows0+rows1+rows2)/2) in modes 0 and 1, rows0 in mode 2.
+// Matches blocks/matrix.go's products up to the order of the sums (the CPU
+// sums in its own blocked order), which the parity bounds allow for.
+
+// dot8 adds the products of the 8 halves of w and x to acc, in order.
+__device__ __forceinline__ float dot8(float acc, sw_u4 w, sw_u4 x)
+{
+    const unsigned int ws[4] = {w.a, w.b, w.c, w.d};
+    const unsigned int xs[4] = {x.a, x.b, x.c, x.d};
+#pragma unroll
+    for (int i = 0; i < 4; i++) {
+        acc = fmaf(f32((unsigned short)(ws[i] & 0xffffu)), f32((unsigned short)(xs[i] & 0xffffu)), acc);
+        acc = fmaf(f32((unsigned short)(ws[i] >> 16)), f32((unsigned short)(xs[i] >> 16)), acc);
+    }
+    return acc;
+}
+
+// warp_sum combines the 32 lanes' v by the fixed butterfly.
+__device__ __forceinline__ float warp_sum(float v)
+{
+#pragma unroll
+    for (int m = 16; m > 0; m >>= 1) {
+        v = v + __shfl_xor_sync(0xffffffffu, v, m);
+    }
+    return v;
+}
+
+template <int NC>
+__device__ __forceinline__ void matvec_body(const unsigned short* x, int cols, int n,
+                                            const unsigned short* w0, float* o0, int rows0,
+                                            const unsigned short* w1, float* o1, int rows1,
+                                            const unsigned short* w2, float* o2, int rows2, int mode,
+                                            unsigned short* outh, int act)
+{
+    const int lane = threadIdx.x & 31;
+    const long long unit = (long long)blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);
+    // The warp's two rows: matrix pointer, output, output row count and row
+    // index; an invalid row (past the end) reads row 0 of w0 and writes
+    // nothing, so every lane of every warp takes part in the shuffles.
+    const unsigned short* wr[2];
+    float* orow[2];
+    int ostride[2];
+    long long ridx[2];
+    bool valid[2];
+    for (int s = 0; s < 2; s++) {
+        long long g = mode == 2 ? unit : 2 * unit + s;
+        const unsigned short* w = w0;
+        float* o = o0;
+        int rows = rows0;
+        if (mode == 2) {
+            if (s == 1) {
+                w = w1;
+                o = o1;
+            }
+        } else if (g >= rows0) {
+            g -= rows0;
+            w = w1;
+            o = o1;
+            rows = rows1;
+            if (g >= rows1) {
+                g -= rows1;
+                w = w2;
+                o = o2;
+                rows = rows2;
+            }
+        }
+        valid[s] = g < rows;
+        if (!valid[s]) {
+            w = w0;
+            g = 0;
+        }
+        wr[s] = w + (size_t)g * (size_t)cols;
+        orow[s] = o;
+        ostride[s] = rows;
+        ridx[s] = g;
+    }
+    const bool vec = (cols & 7) == 0;
+    for (int c0 = 0; c0 < n; c0 += NC) {
+        const int nc = min(NC, n - c0);
+        float acc[2][NC];
+#pragma unroll
+        for (int c = 0; c < NC; c++) {
+            acc[0][c] = 0.0f;
+            acc[1][c] = 0.0f;
+        }
+        if (vec && NC > 4) {
+            // Wide tiles: the block's 4 warps share each 256-column chunk of
+            // the tile's x through shared memory (a quarter of the reads of
+            // x from L2). Every warp runs the same iterations, so the
+            // barriers are uniform.
+            __shared__ sw_u4 xs[NC * 32];
+            for (int k0 = 0; k0 < cols; k0 += 256) {
+                for (int i = threadIdx.x; i < nc * 32; i += blockDim.x) {
+                    const int c = i >> 5, kk = k0 + 8 * (i & 31);
+                    if (kk < cols) {
+                        xs[i] = load16(x + (size_t)(c0 + c) * (size_t)cols + kk);
+                    }
+                }
+                __syncthreads();
+                const int k = k0 + 8 * lane;
+                if (k < cols) {
+                    const sw_u4 a = load16(wr[0] + k);
+                    const sw_u4 b = load16(wr[1] + k);
+#pragma unroll
+                    for (int c = 0; c < NC; c++) {
+                        if (c < nc) {
+                            const sw_u4 xv = xs[c * 32 + lane];
+                            acc[0][c] = dot8(acc[0][c], a, xv);
+                            acc[1][c] = dot8(acc[1][c], b, xv);
+                        }
+                    }
+                }
+                __syncthreads();
+            }
+        } else if (vec) {
+#pragma unroll 2
+            for (int k = 8 * lane; k < cols; k += 256) {
+                const sw_u4 a = load16(wr[0] + k);
+                const sw_u4 b = load16(wr[1] + k);
+#pragma unroll
+                for (int c = 0; c < NC; c++) {
+                    if (c < nc) {
+                        const sw_u4 xv = load16(x + (size_t)(c0 + c) * (size_t)cols + k);
+                        acc[0][c] = dot8(acc[0][c], a, xv);
+                        acc[1][c] = dot8(acc[1][c], b, xv);
+                    }
+                }
+            }
+        } else {
+            for (int k = lane; k < cols; k += 32) {
+                const float a = f32(wr[0][k]);
+                const float b = f32(wr[1][k]);
+#pragma unroll
+                for (int c = 0; c < NC; c++) {
+                    if (c < nc) {
+                        const float xv = f32(x[(size_t)(c0 + c) * (size_t)cols + k]);
+                        acc[0][c] = fmaf(a, xv, acc[0][c]);
+                        acc[1][c] = fmaf(b, xv, acc[1][c]);
+                    }
+                }
+            }
+        }
+#pragma unroll
+        for (int c = 0; c < NC; c++) {
+            if (c < nc) { // nc is the same in every lane: the shuffles stay uniform
+                const float s0 = warp_sum(acc[0][c]);
+                const float s1 = warp_sum(acc[1][c]);
+                if (lane == 0) {
+                    const size_t t = (size_t)(c0 + c);
+                    if (mode == 2) {
+                        if (valid[0]) {
+                            outh[t * (size_t)rows0 + (size_t)ridx[0]] = f16(glu_one(s0, s1, act));
+                        }
+                    } else {
+                        const float sums[2] = {s0, s1};
+                        for (int s = 0; s < 2; s++) {
+                            if (valid[s]) {
+                                float* dst = orow[s] + t * (size_t)ostride[s] + (size_t)ridx[s];
+                                *dst = mode == 1 ? *dst + sums[s] : sums[s];
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+extern "C" __global__ void matvec_1(const unsigned short* x, int cols, int n, const unsigned short* w0,
+                                    float* o0, int rows0, const unsigned short* w1, float* o1,
+                                    int rows1, const unsigned short* w2, float* o2, int rows2,
+                                    int mode, unsigned short* outh, int act)
+{
+    matvec_body<1>(x, cols, n, w0, o0, rows0, w1, o1, rows1, w2, o2, rows2, mode, outh, act);
+}
+
+extern "C" __global__ void matvec_4(const unsigned short* x, int cols, int n, const unsigned short* w0,
+                                    float* o0, int rows0, const unsigned short* w1, float* o1,
+                                    int rows1, const unsigned short* w2, float* o2, int rows2,
+                                    int mode, unsigned short* outh, int act)
+{
+    matvec_body<4>(x, cols, n, w0, o0, rows0, w1, o1, rows1, w2, o2, rows2, mode, outh, act);
+}
+
+extern "C" __global__ void matvec_16(const unsigned short* x, int cols, int n, const unsigned short* w0,
+                                    float* o0, int rows0, const unsigned short* w1, float* o1,
+                                    int rows1, const unsigned short* w2, float* o2, int rows2,
+                                    int mode, unsigned short* outh, int act)
+{
+    matvec_body<16>(x, cols, n, w0, o0, rows0, w1, o1, rows1, w2, o2, rows2, mode, outh, act);
 }

@@ -20,6 +20,7 @@ var kernelSource string
 var kernelNames = [numKernels]string{
 	kRMSNorm: "rmsnorm", kAddBias: "add_bias", kRoPE: "rope", kStoreKV: "store_kv", kAttention: "attention",
 	kGLU: "glu", kToF16: "to_f16", kAdd: "add", kF16ToF32: "f16_to_f32",
+	kMatvec1: "matvec_1", kMatvec4: "matvec_4", kMatvec16: "matvec_16",
 }
 
 // kernel indexes kernelNames.
@@ -35,6 +36,9 @@ const (
 	kToF16
 	kAdd
 	kF16ToF32
+	kMatvec1
+	kMatvec4
+	kMatvec16
 	numKernels
 )
 

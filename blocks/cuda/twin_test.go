@@ -47,7 +47,8 @@ type twin struct {
 // device pointer, i an int, f a float.
 var kernelParams = [numKernels]string{
 	kRMSNorm: "ppppif", kAddBias: "ppii", kRoPE: "pppiii", kStoreKV: "ppppiiii",
-	kAttention: "pppppiiiiiiifi", kGLU: "pppii", kToF16: "ppi", kAdd: "ppi", kF16ToF32: "ppi",
+	kAttention: "pppppiiiiiiifip", kGLU: "pppii", kToF16: "ppi", kAdd: "ppi", kF16ToF32: "ppi",
+	kMatvec1: "piippippippiipi", kMatvec4: "piippippippiipi", kMatvec16: "piippippippiipi",
 }
 
 // newTwinGPU returns a gpu whose driver and cuBLAS are a twin.
@@ -241,11 +242,27 @@ func (b twinBackend) NewEngine(t blocks.SpanTensors) (blocks.Engine, error) {
 // The CUDA engine's code on the twin against the CPU engine, through the
 // doctor's parity harness: every architecture (biases, q/k norms, post
 // norms, sliding windows with rings, GeGLU), a quantized file widened on
-// upload, the replay check; and a prefill longer than one chunk.
+// upload, the replay check; the cuBLAS products; and a prefill longer
+// than one chunk.
 func TestEngineOnTwin(t *testing.T) {
 	g, _ := newTwinGPU(t)
 	tb := twinBackend{g}
 	dir := t.TempDir()
+	// compare runs the parity harness on a synthesized model.
+	compare := func(t *testing.T, arch, dtype string, seed uint64, prefill, decode int) parity.Report {
+		path, err := parity.SynthModel(dir, arch, dtype, seed)
+		require.NoError(t, err)
+		m, err := blocks.Open(path)
+		require.NoError(t, err)
+		defer m.Close()
+		opts := parity.DefaultOptions()
+		opts.Prefill, opts.Decode, opts.Replay = prefill, decode, 2
+		rep, err := parity.Compare(context.Background(), blocks.CPU(), tb, m, opts)
+		require.NoError(t, err)
+		t.Logf("%s %s: max abs %.3g, max rel %.3g (bound %g), replay exact %v, batch %s", arch, dtype, rep.MaxAbsErr, rep.MaxRelErr, rep.Bound, rep.ReplayExact, rep.BatchText())
+		require.True(t, rep.Pass, "%v", rep.Failures)
+		return rep
+	}
 	// llama through a quantized file (widened on upload); the others f16.
 	cases := []struct{ arch, dtype string }{{synth.ArchLlama, "q4_k"}}
 	for _, arch := range synth.Archs {
@@ -255,35 +272,22 @@ func TestEngineOnTwin(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.arch+"/"+c.dtype, func(t *testing.T) {
-			path, err := parity.SynthModel(dir, c.arch, c.dtype, 1)
-			require.NoError(t, err)
-			m, err := blocks.Open(path)
-			require.NoError(t, err)
-			defer m.Close()
-			opts := parity.DefaultOptions()
-			opts.Prefill, opts.Decode, opts.Replay = 5, 2, 2
-			rep, err := parity.Compare(context.Background(), blocks.CPU(), tb, m, opts)
-			require.NoError(t, err)
-			t.Logf("%s %s: max abs %.3g, max rel %.3g (bound %g), replay exact %v, batch %s", c.arch, c.dtype, rep.MaxAbsErr, rep.MaxRelErr, rep.Bound, rep.ReplayExact, rep.BatchText())
+			rep := compare(t, c.arch, c.dtype, 1, 5, 2)
 			require.NotNil(t, rep.BatchExact, "the CUDA engine batches")
-			require.True(t, rep.Pass, "%v", rep.Failures)
 			require.Positive(t, rep.MaxAbsErr, "fp16 products differ from the CPU's float32 ones")
 		})
 	}
+	// The cuBLAS products (SWARM_CUDA_GEMM=cublas) instead of the matvec
+	// kernels, with post-norms and sliding windows.
+	t.Run("gemma3/f16/cublas", func(t *testing.T) {
+		t.Setenv(gemmEnv, "cublas")
+		rep := compare(t, synth.ArchGemma3, "f16", 1, 5, 2)
+		require.NotNil(t, rep.BatchExact)
+	})
 	// A prefill of more than one chunk (maxChunk tokens) over a model with
 	// sliding windows: the chunks and the rings must still agree.
 	t.Run("gemma3/f16/chunked", func(t *testing.T) {
-		path, err := parity.SynthModel(dir, synth.ArchGemma3, "f16", 2)
-		require.NoError(t, err)
-		m, err := blocks.Open(path)
-		require.NoError(t, err)
-		defer m.Close()
-		opts := parity.DefaultOptions()
-		opts.Prefill, opts.Decode, opts.Replay = maxChunk+6, 1, 2
-		rep, err := parity.Compare(context.Background(), blocks.CPU(), tb, m, opts)
-		require.NoError(t, err)
-		t.Logf("max rel %.3g (bound %g), replay exact %v", rep.MaxRelErr, rep.Bound, rep.ReplayExact)
-		require.True(t, rep.Pass, "%v", rep.Failures)
+		compare(t, synth.ArchGemma3, "f16", 2, maxChunk+6, 1)
 	})
 }
 

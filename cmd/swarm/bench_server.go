@@ -135,6 +135,6 @@ func newBenchServerCmd() *cobra.Command {
 	f.StringVar(&cfg.MeasureCacheDir, "measure-cache", "", "the server's measurement cache directory (default: the user cache dir)")
 	f.BoolVar(&vs, "vs-llama-cpp", false, "then run llama.cpp (node-llama-cpp in clients/js) on the same GGUF file with N sequences per --concurrency value; needs --blocks 0:L")
 	f.StringVar(&script, "llama-bench", "", "path of llama_bench.mjs (default: "+llamabench.Script+" found from the working directory upward)")
-	f.BoolVar(&asJSON, "json", false, `print {"results":[{"concurrency":N,"aggregate_tok_s":..,"tpot_s":..,"gflops":..[,"llama_cpp_aggregate_tok_s":..,"ratio_vs_llama_cpp":..]},...],"prefill":{...}[,"llama_cpp":{...}]}`)
+	f.BoolVar(&asJSON, "json", false, `print {"results":[{"concurrency":N,"aggregate_tok_s":..,"tpot_s":..,"gflops":..[,"llama_cpp_aggregate_tok_s":..,"ratio_vs_llama_cpp":..]},...],"prefill":{...}[,"llama_cpp":{...}],"tau_s":..,"tau_batch":[{"batch":B,"tau":..},...]} (tau: the server's own engine measurement, seconds per block per step)`)
 	return cmd
 }

@@ -20,6 +20,15 @@ func (r Report) WriteTable(w io.Writer) error {
 	if _, err := fmt.Fprintf(w, "kernels %s; peak %.1f GFLOP/s (swarm bench flops)\n", r.Kernels, r.PeakGFLOPs); err != nil {
 		return err
 	}
+	if r.TauS > 0 {
+		line := fmt.Sprintf("engine decode step (server measure, no websocket): %.3f ms per block per token", 1e3*r.TauS)
+		for _, b := range r.TauBatch {
+			line += fmt.Sprintf("; batch %d %.3f ms per block per step", b.Batch, 1e3*b.Tau)
+		}
+		if _, err := fmt.Fprintln(w, line); err != nil {
+			return err
+		}
+	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	if r.LlamaCpp == nil {
 		fmt.Fprintln(tw, "concurrency\taggregate tok/s\tTPOT ms\tGFLOP/s\tof peak\t")

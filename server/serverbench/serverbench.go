@@ -156,6 +156,14 @@ type Report struct {
 	// GOMAXPROCS goroutines, measured before the runs (internal/flops,
 	// `swarm bench flops`), 10^9 FLOP/s: the bound of every GFLOPs above.
 	PeakGFLOPs float64 `json:"peak_gflops"`
+	// TauS is the server's own start-up measurement of the span (server
+	// measure): the median decode step of one session, seconds per block
+	// per token, with no websocket or step loop in it.
+	TauS float64 `json:"tau_s"`
+	// TauBatch is the same measurement for a ForwardBatch of b single-token
+	// decode steps of b sessions, seconds per block per step (not per
+	// token); absent for engines that do not batch.
+	TauBatch []swarm.BatchTau `json:"tau_batch,omitempty"`
 }
 
 // FLOPsPerToken is the floating-point operations of the matrix products
@@ -228,7 +236,8 @@ func measure(ctx context.Context, cfg Config, log *slog.Logger) (Report, error) 
 	if err != nil {
 		return Report{}, fmt.Errorf("serverbench: peak: %w", err)
 	}
-	rep := Report{Kernels: blocks.Kernels(), PeakGFLOPs: peak.Peak() / 1e9}
+	t := srv.Timing()
+	rep := Report{Kernels: blocks.Kernels(), PeakGFLOPs: peak.Peak() / 1e9, TauS: t.Tau, TauBatch: t.TauBatch}
 	for _, n := range cfg.Concurrency {
 		r, err := b.decode(ctx, n, cfg)
 		if err != nil {

@@ -125,11 +125,17 @@ void add_bias(float*, const float*, int, int);
 void rope(float*, const float*, const float*, int, int, int);
 void store_kv(unsigned short*, unsigned short*, const float*, const float*, int, int, int, int);
 void attention(float*, const float*, const unsigned short*, const unsigned short*, float*, int, int, int, int,
-               int, int, int, float, int);
+               int, int, int, float, int, unsigned short*);
 void glu(unsigned short*, const float*, const float*, int, int);
 void to_f16(unsigned short*, const float*, int);
 void add(float*, const float*, int);
 void f16_to_f32(float*, const unsigned short*, int);
+#define SW_MATVEC_DECL(NAME)                                                                               \
+    void NAME(const unsigned short*, int, int, const unsigned short*, float*, int, const unsigned short*, float*, \
+              int, const unsigned short*, float*, int, int, unsigned short*, int);
+SW_MATVEC_DECL(matvec_1)
+SW_MATVEC_DECL(matvec_4)
+SW_MATVEC_DECL(matvec_16)
 }
 
 struct Arg {
@@ -200,21 +206,26 @@ int main(int argc, char** argv)
                      a.at(6).i, a.at(7).i);
         else if (name == "attention")
             attention(P(0, float), P(1, float), P(2, unsigned short), P(3, unsigned short), P(4, float), a.at(5).i,
-                      a.at(6).i, a.at(7).i, a.at(8).i, a.at(9).i, a.at(10).i, a.at(11).i, a.at(12).f, a.at(13).i);
+                      a.at(6).i, a.at(7).i, a.at(8).i, a.at(9).i, a.at(10).i, a.at(11).i, a.at(12).f, a.at(13).i, P(14, unsigned short));
         else if (name == "glu")
             glu(P(0, unsigned short), P(1, float), P(2, float), a.at(3).i, a.at(4).i);
         else if (name == "to_f16")
             to_f16(P(0, unsigned short), P(1, float), a.at(2).i);
         else if (name == "add")
             add(P(0, float), P(1, float), a.at(2).i);
-        else if (name == "f16_to_f32")
+        else if (name.rfind("matvec_", 0) == 0) {
+            auto f = name == "matvec_1" ? matvec_1 : name == "matvec_4" ? matvec_4 : matvec_16;
+            f(P(0, unsigned short), a.at(1).i, a.at(2).i, P(3, unsigned short), P(4, float), a.at(5).i,
+              P(6, unsigned short), P(7, float), a.at(8).i, P(9, unsigned short), P(10, float), a.at(11).i, a.at(12).i,
+              P(13, unsigned short), a.at(14).i);
+        } else if (name == "f16_to_f32")
             f16_to_f32(P(0, float), P(1, unsigned short), a.at(2).i);
         else
             throw std::runtime_error("unknown kernel " + name);
     };
     gridDim = {grid, 1, 1};
     blockDim = {block, 1, 1};
-    if (name != "rmsnorm" && name != "attention") {
+    if (name != "rmsnorm" && name != "attention" && name.rfind("matvec_", 0) != 0) {
         // No barriers: the CUDA threads run one after another.
         for (unsigned b = 0; b < grid; b++) {
             blockIdx = {b, 0, 0};

@@ -29,6 +29,19 @@ void sw_sync();
 
 inline void __syncthreads() { sw_sync(); }
 
+// __shfl_xor_sync exchanges v with lane threadIdx.x ^ m through a slot per
+// thread and two block-wide barriers: every thread of the block must call
+// it at the same point (the kernels' butterflies are uniform).
+inline float __shfl_xor_sync(unsigned, float v, int m)
+{
+    static float slot[1024];
+    slot[threadIdx.x] = v;
+    sw_sync();
+    const float r = slot[threadIdx.x ^ (unsigned)m];
+    sw_sync();
+    return r;
+}
+
 inline float __int_as_float(int i)
 {
     float f;

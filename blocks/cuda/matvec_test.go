@@ -1,0 +1,118 @@
+//go:build !purego
+
+package cuda
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// halves returns n random binary16 values of unit scale.
+func halves(rng *rand.Rand, n int) []uint16 {
+	h := make([]uint16, n)
+	for i := range h {
+		h[i] = f2h(float32(rng.NormFloat64()))
+	}
+	return h
+}
+
+// refMatvec is W·x in float64 from the binary16 inputs: [n, rows].
+func refMatvec(w, x []uint16, rows, cols, n int) []float64 {
+	out := make([]float64, n*rows)
+	for c := range n {
+		for r := range rows {
+			var s float64
+			for k := range cols {
+				s += float64(h2f(w[r*cols+k])) * float64(h2f(x[c*cols+k]))
+			}
+			out[c*rows+r] = s
+		}
+	}
+	return out
+}
+
+// matvecKernels are the three tile widths; any of them takes any n.
+var matvecKernels = []string{"matvec_1", "matvec_4", "matvec_16"}
+
+// mvGrid is the launch grid of a matvec over units row units (4 warps a
+// block).
+func mvGrid(units int) int { return (units + 3) / 4 }
+
+// The matvec kernels against float64 sums, in each mode, for row widths
+// with and without 16-byte loads, token counts across tiles, and stacked
+// matrices whose rows do not pair up; every kernel and every n must give
+// each token bit for bit the same values (the engine's batch and replay
+// exactness rest on it).
+func TestHostMatvec(t *testing.T) {
+	rng := rand.New(rand.NewPCG(11, 12))
+	for _, cols := range []int{264, 20} {
+		rows := [3]int{5, 3, 2}
+		const nMax = 17
+		x := halves(rng, nMax*cols)
+		var w [3][]uint16
+		for i := range w {
+			w[i] = halves(rng, rows[i]*cols)
+		}
+		t.Run(fmt.Sprintf("store/cols%d", cols), func(t *testing.T) {
+			var first [3][]float32 // token 0's rows from the first run
+			for _, k := range matvecKernels {
+				for _, n := range []int{1, 3, 6, nMax} {
+					var o [3][]float32
+					for i := range o {
+						o[i] = make([]float32, n*rows[i])
+					}
+					xs := x[:n*cols]
+					units := (rows[0] + rows[1] + rows[2] + 1) / 2
+					launchHost(t, k, mvGrid(units), 128, &xs, cols, n, &w[0], &o[0], rows[0], &w[1], &o[1], rows[1],
+						&w[2], &o[2], rows[2], mvStore, nil, 0)
+					for i := range o {
+						want := refMatvec(w[i], xs, rows[i], cols, n)
+						for j := range want {
+							require.InDelta(t, want[j], float64(o[i][j]), 1e-5*math.Max(1, math.Abs(want[j])), "%s n=%d matrix %d element %d", k, n, i, j)
+						}
+						if first[i] == nil {
+							first[i] = o[i][:rows[i]]
+						}
+						require.Equal(t, first[i], o[i][:rows[i]], "%s n=%d matrix %d: token 0 differs", k, n, i)
+					}
+				}
+			}
+		})
+		t.Run(fmt.Sprintf("add/cols%d", cols), func(t *testing.T) {
+			const n = 6
+			init := randn(rng, n*rows[0])
+			want := refMatvec(w[0], x[:n*cols], rows[0], cols, n)
+			for _, k := range matvecKernels {
+				o := append([]float32(nil), init...)
+				xs := x[:n*cols]
+				launchHost(t, k, mvGrid((rows[0]+1)/2), 128, &xs, cols, n, &w[0], &o, rows[0], nil, nil, 0, nil, nil, 0, mvAdd, nil, 0)
+				for j := range o {
+					require.InDelta(t, float64(init[j])+want[j], float64(o[j]), 1e-5*math.Max(1, math.Abs(want[j])), "%s element %d", k, j)
+				}
+			}
+		})
+		t.Run(fmt.Sprintf("glu/cols%d", cols), func(t *testing.T) {
+			const n = 5
+			gate, up := w[0], halves(rng, rows[0]*cols)
+			g, u := refMatvec(gate, x[:n*cols], rows[0], cols, n), refMatvec(up, x[:n*cols], rows[0], cols, n)
+			for act, f := range []func(x float64) float64{
+				func(x float64) float64 { return x / (1 + math.Exp(-x)) },
+				func(x float64) float64 { return 0.5 * x * (1 + math.Tanh(math.Sqrt(2/math.Pi)*(x+0.044715*x*x*x))) },
+			} {
+				for _, k := range matvecKernels {
+					outh := make([]uint16, n*rows[0])
+					xs := x[:n*cols]
+					launchHost(t, k, mvGrid(rows[0]), 128, &xs, cols, n, &gate, nil, rows[0], &up, nil, rows[0], nil, nil, 0, mvGLU, &outh, act)
+					for j := range outh {
+						want := f(g[j]) * u[j]
+						require.InDelta(t, want, float64(h2f(outh[j])), 2e-3*math.Max(1, math.Abs(want)), "%s act %d element %d", k, act, j)
+					}
+				}
+			}
+		})
+	}
+}
