@@ -124,3 +124,16 @@ func TestBenchServerVsLlamaCpp(t *testing.T) {
 		require.InDelta(t, r.AggregateTokS/r.LlamaCppTokS, r.Ratio, 1e-9*r.Ratio)
 	}
 }
+
+// --cpuprofile writes a complete profile (gzip-compressed, as pprof writes
+// it) also when the benchmark fails.
+func TestBenchCPUProfileOnFailure(t *testing.T) {
+	prof := filepath.Join(t.TempDir(), "cpu.prof")
+	_, stderr, code := runSwarm(t, "bench", "server", "--model", filepath.Join(t.TempDir(), "missing.gguf"), "--blocks", "0:1", "--cpuprofile", prof)
+	require.NotZero(t, code)
+	require.Contains(t, stderr, "missing.gguf")
+	raw, err := os.ReadFile(prof)
+	require.NoError(t, err)
+	require.Greater(t, len(raw), 2, "the profile was stopped and flushed")
+	require.Equal(t, []byte{0x1f, 0x8b}, raw[:2], "gzip header of a pprof profile")
+}

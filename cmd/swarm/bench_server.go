@@ -23,14 +23,16 @@ func newBenchCmd() *cobra.Command {
 	cmd.AddCommand(newBenchServerCmd(), newBenchChurnCmd(), newBenchMemoryCmd(), newBenchFlopsCmd(), newBenchLocalCmd())
 	var cpuProfile string
 	cmd.PersistentFlags().StringVar(&cpuProfile, "cpuprofile", "", "write a Go CPU profile of the whole benchmark to `FILE` (read it with go tool pprof)")
-	var profile *os.File
+	// The profile stops when the benchmark's RunE returns, with or without
+	// an error (cobra skips PersistentPostRunE after an error, and a
+	// failing benchmark is one worth profiling).
 	cmd.PersistentPreRunE = func(c *cobra.Command, args []string) error {
 		if root := c.Root(); root.PersistentPreRunE != nil {
 			if err := root.PersistentPreRunE(c, args); err != nil {
 				return err
 			}
 		}
-		if cpuProfile == "" {
+		if cpuProfile == "" || c.RunE == nil {
 			return nil
 		}
 		f, err := os.Create(cpuProfile)
@@ -41,18 +43,14 @@ func newBenchCmd() *cobra.Command {
 			f.Close()
 			return fmt.Errorf("--cpuprofile: %w", err)
 		}
-		profile = f
-		return nil
-	}
-	cmd.PersistentPostRunE = func(*cobra.Command, []string) error {
-		if profile == nil {
-			return nil
-		}
-		pprof.StopCPUProfile()
-		err := profile.Close()
-		profile = nil
-		if err != nil {
-			return fmt.Errorf("--cpuprofile: %w", err)
+		run := c.RunE
+		c.RunE = func(c *cobra.Command, args []string) error {
+			err := run(c, args)
+			pprof.StopCPUProfile()
+			if cerr := f.Close(); cerr != nil && err == nil {
+				err = fmt.Errorf("--cpuprofile: %w", cerr)
+			}
+			return err
 		}
 		return nil
 	}
