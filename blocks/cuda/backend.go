@@ -63,7 +63,8 @@ func (Backend) ComputeDType() swarm.DType { return swarm.DTypeF16 }
 // It does not compile the kernels.
 func (b Backend) Usable() error {
 	// The driver first: without a GPU it fails fast, before cuBLAS (whose
-	// libcublasLt alone maps half a gigabyte) is opened.
+	// libcublasLt alone maps half a gigabyte) is opened, and that only
+	// with SWARM_CUDA_GEMM=cublas.
 	devs, err := Devices()
 	if err != nil {
 		return err
@@ -74,8 +75,14 @@ func (b Backend) Usable() error {
 	if _, err := loadNVRTC(); err != nil {
 		return err
 	}
-	_, err = loadCuBLAS()
-	return err
+	useBLAS, err := useCuBLAS()
+	if err != nil || !useBLAS {
+		return err
+	}
+	if _, err := loadCuBLAS(); err != nil {
+		return fmt.Errorf("%s=cublas: %w", gemmEnv, err)
+	}
+	return nil
 }
 
 // Describe is the line a server logs at start: the GPU, its compute
@@ -87,14 +94,19 @@ func (b Backend) Describe() string {
 	}
 	d := devs[b.ordinal]
 	n, _ := loadNVRTC()
-	bl, _ := loadCuBLAS()
+	var bl *cublas
+	if useBLAS, _ := useCuBLAS(); useBLAS {
+		bl, _ = loadCuBLAS()
+	}
 	desc := fmt.Sprintf("cuda:%d %s sm_%d%d %d SMs %.1f GiB driver %d.%d", d.Ordinal, d.Name, d.Major, d.Minor, d.SMs,
 		float64(d.TotalBytes)/(1<<30), d.DriverVersion/1000, d.DriverVersion%1000/10)
 	if n != nil {
 		desc += " nvrtc " + n.version() + " (" + n.lib.path + ")"
 	}
 	if bl != nil {
-		desc += " cublas " + bl.lib.path
+		desc += " products cublas (" + bl.lib.path + ")"
+	} else {
+		desc += " products matvec"
 	}
 	return desc
 }

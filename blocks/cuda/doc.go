@@ -1,11 +1,12 @@
 // Package cuda is swarm's GPU block engine: a blocks.Backend named "cuda"
 // that computes a span of transformer blocks on an NVIDIA GPU.
 //
-// It links nothing at build time. The CUDA driver (libcuda.so.1), cuBLAS
-// (libcublas.so.13, .12 or .11) and NVRTC (libnvrtc.so.13, .12 or .11.2) are opened
-// with dlopen through github.com/ebitengine/purego when a backend is first
-// used, so the swarm binary builds with CGO_ENABLED=0 and runs where no GPU
-// or CUDA library exists; there, `--device cuda` fails with an error naming
+// It links nothing at build time. The CUDA driver (libcuda.so.1) and NVRTC
+// (libnvrtc.so.13, .12 or .11.2), and cuBLAS (libcublas.so.13, .12 or .11)
+// only with SWARM_CUDA_GEMM=cublas, are opened with dlopen through
+// github.com/ebitengine/purego when a backend is first used, so the swarm
+// binary builds with CGO_ENABLED=0 and runs where no GPU or CUDA library
+// exists; there, `--device cuda` fails with an error naming
 // the library that could not be opened (ErrUnavailable).
 //
 // The kernels (RMSNorm, RoPE, SwiGLU/GeGLU, residual adds, attention over

@@ -62,6 +62,20 @@ type engine struct {
 // two differ from each other in the last bits.
 const gemmEnv = "SWARM_CUDA_GEMM"
 
+// useCuBLAS reports whether SWARM_CUDA_GEMM asks for cuBLAS; any value
+// other than "", "matvec" and "cublas" is an error naming them. cuBLAS is
+// opened only then (libcublasLt alone maps half a gigabyte).
+func useCuBLAS() (bool, error) {
+	switch v := os.Getenv(gemmEnv); v {
+	case "", "matvec":
+		return false, nil
+	case "cublas":
+		return true, nil
+	default:
+		return false, fmt.Errorf("%w: %s=%q, want matvec (the default) or cublas", ErrUnavailable, gemmEnv, v)
+	}
+}
+
 var _ blocks.Engine = (*engine)(nil)
 
 // scratch is the device working memory of a forward, grown as needed.
@@ -103,8 +117,15 @@ func newEngine(g *gpu, t blocks.SpanTensors, cacheBytes func(swarm.ModelInfo) in
 	if cfg.Activation == blocks.ActGELUTanh {
 		act = 1
 	}
+	useBLAS, err := useCuBLAS()
+	if err != nil {
+		return nil, err
+	}
+	if useBLAS && g.blas == nil {
+		return nil, fmt.Errorf("%w: %s=cublas, but cuda:%d was opened without cuBLAS (set it before the first engine starts)", ErrUnavailable, gemmEnv, g.dev.Ordinal)
+	}
 	e := &engine{g: g, info: info, span: span, rope: rope, act: act, attnScale: float32(scale), prof: newProfile(),
-		cublas: os.Getenv(gemmEnv) == "cublas"}
+		cublas: useBLAS}
 	err = g.do(func() error {
 		for b := span.Start; b < span.End; b++ {
 			l, err := e.uploadLayer(t, b)

@@ -37,9 +37,15 @@ func openGPU(ordinal int, cache ptxCache) (g *gpu, storeErr error, err error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	b, err := loadCuBLAS()
+	useBLAS, err := useCuBLAS()
 	if err != nil {
 		return nil, nil, err
+	}
+	var b *cublas
+	if useBLAS {
+		if b, err = loadCuBLAS(); err != nil {
+			return nil, nil, fmt.Errorf("%s=cublas: %w", gemmEnv, err)
+		}
 	}
 	devs, err := Devices()
 	if err != nil {
@@ -59,9 +65,9 @@ func openGPU(ordinal int, cache ptxCache) (g *gpu, storeErr error, err error) {
 	return g, storeErr, nil
 }
 
-// newGPU sets up device dev through driver d and cuBLAS b: its primary
-// context, the kernels of ptx (NUL-terminated), a stream and a cuBLAS
-// handle on it. The tests give it a twin of the driver and cuBLAS.
+// newGPU sets up device dev through driver d and cuBLAS b (nil without
+// SWARM_CUDA_GEMM=cublas): its primary context, the kernels of ptx
+// (NUL-terminated), a stream and, with b, a cuBLAS handle on it. The tests give it a twin of the driver and cuBLAS.
 func newGPU(d *driver, b *cublas, dev Device, ptx []byte) (*gpu, error) {
 	g := &gpu{d: d, blas: b, dev: dev}
 	err := g.do(func() error {
@@ -85,6 +91,9 @@ func newGPU(d *driver, b *cublas, dev Device, ptx []byte) (*gpu, error) {
 		}
 		if err := d.check("cuStreamCreate", d.cuStreamCreate(&g.stream, 0)); err != nil {
 			return err
+		}
+		if b == nil {
+			return nil // the matvec kernels need no cuBLAS
 		}
 		if err := b.check("cublasCreate", b.cublasCreate(&g.handle)); err != nil {
 			return err

@@ -52,7 +52,11 @@ var kernelParams = [numKernels]string{
 }
 
 // newTwinGPU returns a gpu whose driver and cuBLAS are a twin.
-func newTwinGPU(t *testing.T) (*gpu, *twin) {
+func newTwinGPU(t *testing.T) (*gpu, *twin) { return newTwinGPUWith(t, true) }
+
+// newTwinGPUWith is newTwinGPU, opened without cuBLAS unless withBLAS (as
+// openGPU does without SWARM_CUDA_GEMM=cublas).
+func newTwinGPUWith(t *testing.T, withBLAS bool) (*gpu, *twin) {
 	tw := &twin{t: t, emu: emulator(t), allocs: map[uint64][]byte{}, fns: map[uintptr]kernel{}}
 	ok := func() int32 { return 0 }
 	d := &driver{
@@ -108,6 +112,9 @@ func newTwinGPU(t *testing.T) (*gpu, *twin) {
 		cublasSetStream:       func(uintptr, uintptr) int32 { return ok() },
 		cublasGetStatusString: func(int32) *byte { return nil },
 		cublasGemmEx:          tw.gemmEx,
+	}
+	if !withBLAS {
+		b = nil
 	}
 	g, err := newGPU(d, b, Device{Name: "twin", Major: 9}, []byte("twin\x00"))
 	require.NoError(t, err)
@@ -317,4 +324,36 @@ func TestEngineCloseFreesDeviceMemory(t *testing.T) {
 	_, err = a.Forward(context.Background(), 2, make([]float32, m.Info().DModel), 1)
 	require.ErrorIs(t, err, blocks.ErrClosed)
 	require.NoError(t, a.Close())
+}
+
+// cuBLAS is needed only for SWARM_CUDA_GEMM=cublas: a GPU opened without it
+// runs the matvec engine, refuses a cuBLAS engine with a message saying
+// why, and an unknown value of the variable is refused naming the choices.
+func TestEngineWithoutCuBLAS(t *testing.T) {
+	g, _ := newTwinGPUWith(t, false)
+	require.Zero(t, g.handle)
+	path, err := parity.SynthModel(t.TempDir(), synth.ArchLlama, "f16", 1)
+	require.NoError(t, err)
+	m, err := blocks.Open(path)
+	require.NoError(t, err)
+	defer m.Close()
+	span := swarm.Span{Start: 0, End: m.Info().NBlocks}
+	e, err := m.LoadSpanWith(twinBackend{g}, span)
+	require.NoError(t, err)
+	s, err := e.NewSession(span, 4)
+	require.NoError(t, err)
+	_, err = s.Forward(context.Background(), 0, make([]float32, 2*m.Info().DModel), 2)
+	require.NoError(t, err)
+	require.NoError(t, s.Close())
+	require.NoError(t, e.Close())
+
+	t.Setenv(gemmEnv, "cublas")
+	_, err = m.LoadSpanWith(twinBackend{g}, span)
+	require.ErrorIs(t, err, ErrUnavailable)
+	require.ErrorContains(t, err, "opened without cuBLAS")
+
+	t.Setenv(gemmEnv, "cuBLASLt")
+	_, err = m.LoadSpanWith(twinBackend{g}, span)
+	require.ErrorIs(t, err, ErrUnavailable)
+	require.ErrorContains(t, err, `SWARM_CUDA_GEMM="cuBLASLt", want matvec (the default) or cublas`)
 }
