@@ -178,7 +178,10 @@ func (c Config) Validate() error {
 // DeviceHelp is the --help text of --device: the registered backends.
 func DeviceHelp() string {
 	return "where the blocks are computed: auto (a GPU when one is usable, else cpu), or one of the engine backends built in: " +
-		strings.Join(blocks.BackendNames(), ", ") + " (cuda:N for GPU N; /v1/info advertises it and its attention-cache dtype)"
+		strings.Join(blocks.BackendNames(), ", ") + " (cuda:N for GPU N; /v1/info advertises it and its attention-cache dtype). " +
+		"On cuda, SWARM_CUDA_GEMM=cublas computes the matrix products with cuBLAS instead of swarm's matvec kernels " +
+		"(faster for batches of 4 or more sessions and long prompts, slower at one session) and SWARM_CUDA_PROFILE=pass|ops " +
+		"prints where the GPU passes spent their time"
 }
 
 // autoBackend caches --device auto's choice for the process: the probe
