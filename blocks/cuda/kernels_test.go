@@ -49,9 +49,36 @@ func TestKernelsCompile(t *testing.T) {
 			require.NoError(t, err)
 			require.True(t, validPTX(ptx))
 			require.Contains(t, string(ptx), ".target sm_"+strings.TrimPrefix(arch, "compute_"))
-			require.NotContains(t, string(ptx), "fma.rn.f32 %f", "--fmad=false: no contracted multiply-adds outside the math library")
+			entries := ptxEntries(string(ptx))
+			require.Len(t, entries, int(numKernels))
+			for name, body := range entries {
+				if strings.HasPrefix(name, "matvec_") {
+					require.Contains(t, body, "fma.rn.f32", "%s: the matvec sums are written as fmaf", name)
+					continue
+				}
+				require.NotContains(t, body, "fma.rn.f32", "%s: --fmad=false, so no multiply-add is contracted", name)
+			}
 		})
 	}
+	// The check above can fail: with contraction allowed, NVRTC fuses the
+	// sums of squares of rmsnorm.
+	t.Run("fmad=true", func(t *testing.T) {
+		saved := compileOptions
+		t.Cleanup(func() { compileOptions = saved })
+		compileOptions = []string{"--fmad=true", "--std=c++14"}
+		ptx, err := n.compile(kernelSource, "kernels.cu", "compute_90")
+		require.NoError(t, err)
+		require.Contains(t, ptxEntries(string(ptx))["rmsnorm"], "fma.rn.f32")
+	})
+}
+
+// ptxEntries returns the PTX body of each kernel (.entry) by name.
+func ptxEntries(ptx string) map[string]string {
+	out := map[string]string{}
+	for _, m := range regexp.MustCompile(`(?s)\.entry (\w+)\((.*?)\n}\n`).FindAllStringSubmatch(ptx, -1) {
+		out[m[1]] = m[2]
+	}
+	return out
 }
 
 // A source NVRTC refuses gives a CompileError with the compiler's log,
