@@ -47,8 +47,11 @@ const gemmCols = 16
 //	x += post(Wo · attention(q, caches))
 //	x += post(W2 · (act(W1·RMSNorm(x)) * (W3·RMSNorm(x))))
 //
-// Matrix products run on cuBLAS with fp16 inputs and float32 sums; the
-// rest are the kernels of kernels.cu in float32.
+// Matrix products take fp16 inputs and sum in float32, on the matvec
+// kernels (Q, K and V in one launch, W1 and W3 with the activation in
+// one, Wo and W2 adding into x when there is no post-norm) or, with
+// SWARM_CUDA_GEMM=cublas, on cuBLAS; the rest are the kernels of
+// kernels.cu in float32.
 func (e *engine) forward(segs []seg, in, out []float32) error {
 	info := &e.info
 	d, hd, nh, nkv := info.DModel, info.HeadDim, info.NHeads, info.NKVHeads
