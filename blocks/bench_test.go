@@ -191,6 +191,44 @@ func BenchmarkMemoryBandwidth(b *testing.B) {
 	}
 }
 
+// BenchmarkParallelRows times decode's product (dotF16Rows, one input) over
+// a 128 MiB binary16 matrix [32768, 2048] split into operations of 4, 16 or
+// 128 MiB, each run through parallelFor as the engine runs one weight
+// matrix, and the whole matrix on one goroutine: GB/s is weight bytes read
+// per second. The gap between the operation sizes is what the pool's
+// hand-offs cost a decode step of a small model (TinyLlama's matrices are
+// 8-46 MiB).
+func BenchmarkParallelRows(b *testing.B) {
+	const rows, cols = 32768, 2048
+	w := make([]uint16, rows*cols)
+	for i := range w {
+		w[i] = uint16(i & 0x3bff)
+	}
+	x := make([]float32, cols)
+	out := make([]float32, rows)
+	for _, opRows := range []int{1024, 4096, rows, 0} {
+		name := fmt.Sprintf("op=%dMiB", opRows*cols*2>>20)
+		if opRows == 0 {
+			name = "serial"
+		}
+		b.Run(name, func(b *testing.B) {
+			b.SetBytes(rows * cols * 2)
+			for b.Loop() {
+				if opRows == 0 {
+					dotF16Rows(w, cols, x, out)
+					continue
+				}
+				for r0 := 0; r0 < rows; r0 += opRows {
+					parallelFor(opRows, cols, func(lo, hi int) {
+						dotF16Rows(w[(r0+lo)*cols:(r0+hi)*cols], cols, x, out[r0+lo:r0+hi])
+					})
+				}
+			}
+			b.ReportMetric(rows*cols*2*float64(b.N)/b.Elapsed().Seconds()/1e9, "GB/s")
+		})
+	}
+}
+
 // sumF32 sums a with eight accumulators.
 func sumF32(a []float32) float32 {
 	var s [8]float32
