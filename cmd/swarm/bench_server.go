@@ -63,7 +63,9 @@ starts a server for --blocks of --model in this process and, for each N in
 token prompt in each, runs --warmup untimed decode steps, then times --tokens
 single-token decode steps of all N sessions at once. It prints the aggregate
 decode tok/s, the mean time per output token of a session (TPOT) and the
-GFLOP/s of the span's matrix products at that rate. With --prefill L it then
+GFLOP/s of the span's matrix products at that rate, for --device cpu also as
+a fraction of this machine's peak multiply-add rate (swarm bench flops; a GPU
+server's figures have no such bound here). With --prefill L it then
 times a prompt of L tokens sent as one step against the same prompt sent one
 token per step.
 
@@ -133,6 +135,6 @@ func newBenchServerCmd() *cobra.Command {
 	f.StringVar(&cfg.MeasureCacheDir, "measure-cache", "", "the server's measurement cache directory (default: the user cache dir)")
 	f.BoolVar(&vs, "vs-llama-cpp", false, "then run llama.cpp (node-llama-cpp in clients/js) on the same GGUF file with N sequences per --concurrency value; needs --blocks 0:L")
 	f.StringVar(&script, "llama-bench", "", "path of llama_bench.mjs (default: "+llamabench.Script+" found from the working directory upward)")
-	f.BoolVar(&asJSON, "json", false, `print {"results":[{"concurrency":N,"aggregate_tok_s":..,"tpot_s":..,"gflops":..[,"llama_cpp_aggregate_tok_s":..,"ratio_vs_llama_cpp":..]},...],"prefill":{...}[,"llama_cpp":{...}],"tau_s":..,"tau_batch":[{"batch":B,"tau":..},...]} (tau: the server's own engine measurement, seconds per block per step)`)
+	f.BoolVar(&asJSON, "json", false, `print {"results":[{"concurrency":N,"aggregate_tok_s":..,"tpot_s":..,"gflops":..[,"llama_cpp_aggregate_tok_s":..,"ratio_vs_llama_cpp":..]},...],"prefill":{...}[,"llama_cpp":{...}],"device":..,"kernels":..[,"peak_gflops":..],"tau_s":..,"tau_batch":[{"batch":B,"tau":..},...]} (tau: the server's own engine measurement, seconds per block per step; peak_gflops: the CPU's multiply-add peak, only for --device cpu)`)
 	return cmd
 }

@@ -17,7 +17,11 @@ func (r Report) WriteJSON(w io.Writer) error {
 // WriteTable writes the report as aligned text: one row per concurrency,
 // then the prefill comparison.
 func (r Report) WriteTable(w io.Writer) error {
-	if _, err := fmt.Fprintf(w, "kernels %s; peak %.1f GFLOP/s (swarm bench flops)\n", r.Kernels, r.PeakGFLOPs); err != nil {
+	head := fmt.Sprintf("device %s; CPU kernels %s", r.Device, r.Kernels)
+	if r.PeakGFLOPs > 0 {
+		head += fmt.Sprintf("; peak %.1f GFLOP/s (swarm bench flops)", r.PeakGFLOPs)
+	}
+	if _, err := fmt.Fprintln(w, head); err != nil {
 		return err
 	}
 	if r.TauS > 0 {

@@ -150,12 +150,17 @@ type Report struct {
 	Prefill *Prefill `json:"prefill,omitempty"`
 	// LlamaCpp is llama_bench.mjs's whole output with --vs-llama-cpp.
 	LlamaCpp *llamabench.Result `json:"llama_cpp,omitempty"`
-	// Kernels names the engine's compute kernels (blocks.Kernels).
+	// Device is the backend that computed the span (server Info's device:
+	// "cpu", "cuda", ...).
+	Device string `json:"device"`
+	// Kernels names the CPU engine's compute kernels (blocks.Kernels).
 	Kernels string `json:"kernels"`
 	// PeakGFLOPs is this machine's peak float32 multiply-add rate on
 	// GOMAXPROCS goroutines, measured before the runs (internal/flops,
-	// `swarm bench flops`), 10^9 FLOP/s: the bound of every GFLOPs above.
-	PeakGFLOPs float64 `json:"peak_gflops"`
+	// `swarm bench flops`), 10^9 FLOP/s: the bound of every GFLOPs above
+	// for the CPU backend. It is absent (0) for any other device, whose
+	// bound that CPU figure is not.
+	PeakGFLOPs float64 `json:"peak_gflops,omitempty"`
 	// TauS is the server's own start-up measurement of the span (server
 	// measure): the median decode step of one session, seconds per block
 	// per token, with no websocket or step loop in it.
@@ -230,14 +235,17 @@ func measure(ctx context.Context, cfg Config, log *slog.Logger) (Report, error) 
 		wg.Wait()
 	}()
 	b := bench{url: "ws://" + ln.Addr().String(), info: srv.ModelInfo(), span: cfg.Blocks}
-	fc := flops.DefaultConfig()
-	fc.Threads = []int{runtime.GOMAXPROCS(0)}
-	peak, err := flops.Measure(ctx, fc)
-	if err != nil {
-		return Report{}, fmt.Errorf("serverbench: peak: %w", err)
-	}
 	t := srv.Timing()
-	rep := Report{Kernels: blocks.Kernels(), PeakGFLOPs: peak.Peak() / 1e9, TauS: t.Tau, TauBatch: t.TauBatch}
+	rep := Report{Device: srv.Info().Device, Kernels: blocks.Kernels(), TauS: t.Tau, TauBatch: t.TauBatch}
+	if rep.Device == blocks.CPUBackendName {
+		fc := flops.DefaultConfig()
+		fc.Threads = []int{runtime.GOMAXPROCS(0)}
+		peak, err := flops.Measure(ctx, fc)
+		if err != nil {
+			return Report{}, fmt.Errorf("serverbench: peak: %w", err)
+		}
+		rep.PeakGFLOPs = peak.Peak() / 1e9
+	}
 	for _, n := range cfg.Concurrency {
 		r, err := b.decode(ctx, n, cfg)
 		if err != nil {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/swarmllm/swarm/blocks"
 	"github.com/swarmllm/swarm/internal/testenv"
 	"github.com/swarmllm/swarm/server/serverbench"
 	"github.com/swarmllm/swarm/swarm"
@@ -95,6 +96,47 @@ func TestRun(t *testing.T) {
 	buf.Reset()
 	require.NoError(t, rep.WriteTable(&buf))
 	require.Contains(t, buf.String(), "aggregate tok/s")
+	require.Equal(t, "cpu", rep.Device)
+	require.Positive(t, rep.PeakGFLOPs)
+	require.Contains(t, buf.String(), "device cpu;")
+	require.Regexp(t, `\n\s+1\s+\S+\s+\S+\s+\S+\s+\d+%`, buf.String(), "the CPU row gives its fraction of the peak")
+}
+
+// otherDevice is the CPU backend under another name: a server on a device
+// that is not the CPU, as far as the bench can tell.
+type otherDevice struct{ blocks.Backend }
+
+func (otherDevice) Name() string { return "bench-other-device" }
+
+// TestRunOtherDeviceHasNoCPUPeak runs the bench on a backend other than
+// "cpu": the CPU's multiply-add peak bounds none of its figures, so the
+// report has none (no peak_gflops in the JSON, "-" for "of peak").
+func TestRunOtherDeviceHasNoCPUPeak(t *testing.T) {
+	cpu, err := blocks.LookupBackend(blocks.CPUBackendName)
+	require.NoError(t, err)
+	require.NoError(t, blocks.RegisterBackend(otherDevice{cpu}))
+	cfg := serverbench.DefaultConfig()
+	cfg.Model = testenv.SharedFile(t, "models", "stories260K", "stories260K.bin")
+	cfg.Blocks = swarm.Span{Start: 0, End: 5}
+	cfg.Device = "bench-other-device"
+	cfg.Concurrency, cfg.Tokens, cfg.Prefill = []int{1}, 2, 4
+	cfg.MeasureCacheDir = t.TempDir()
+	rep, err := serverbench.Run(context.Background(), cfg, nil)
+	require.NoError(t, err)
+	require.Equal(t, "bench-other-device", rep.Device)
+	require.Zero(t, rep.PeakGFLOPs)
+
+	var buf bytes.Buffer
+	require.NoError(t, rep.WriteJSON(&buf))
+	var doc map[string]any
+	require.NoError(t, json.Unmarshal(buf.Bytes(), &doc))
+	require.NotContains(t, doc, "peak_gflops")
+	require.Equal(t, "bench-other-device", doc["device"])
+	buf.Reset()
+	require.NoError(t, rep.WriteTable(&buf))
+	require.Contains(t, buf.String(), "device bench-other-device;")
+	require.NotContains(t, buf.String(), "(swarm bench flops)")
+	require.NotContains(t, buf.String(), "%")
 }
 
 // TestRunVsLlamaCppNeedsWholeModel checks --vs-llama-cpp refuses a span
