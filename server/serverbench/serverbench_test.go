@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -108,13 +109,21 @@ type otherDevice struct{ blocks.Backend }
 
 func (otherDevice) Name() string { return "bench-other-device" }
 
+// registerOtherDevice registers otherDevice once per process (-count N runs
+// the test N times; a name registers only once).
+var registerOtherDevice = sync.OnceValue(func() error {
+	cpu, err := blocks.LookupBackend(blocks.CPUBackendName)
+	if err != nil {
+		return err
+	}
+	return blocks.RegisterBackend(otherDevice{cpu})
+})
+
 // TestRunOtherDeviceHasNoCPUPeak runs the bench on a backend other than
 // "cpu": the CPU's multiply-add peak bounds none of its figures, so the
 // report has none (no peak_gflops in the JSON, "-" for "of peak").
 func TestRunOtherDeviceHasNoCPUPeak(t *testing.T) {
-	cpu, err := blocks.LookupBackend(blocks.CPUBackendName)
-	require.NoError(t, err)
-	require.NoError(t, blocks.RegisterBackend(otherDevice{cpu}))
+	require.NoError(t, registerOtherDevice())
 	cfg := serverbench.DefaultConfig()
 	cfg.Model = testenv.SharedFile(t, "models", "stories260K", "stories260K.bin")
 	cfg.Blocks = swarm.Span{Start: 0, End: 5}
