@@ -154,11 +154,12 @@ func relClose(t *testing.T, want, got []float32, rel float64, msg string) {
 	}
 }
 
-// rmsnorm over rows wider and narrower than the block, to float32 (in
-// place too) and to binary16: w * (x / sqrt(mean(x^2) + eps)).
+// rmsnorm over rows wider and narrower than the block (and wider than one
+// batch of 8 loads per thread), to float32 (in place too) and to binary16:
+// w * (x / sqrt(mean(x^2) + eps)).
 func TestHostRMSNorm(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
-	for _, cols := range []int{300, 64} {
+	for _, cols := range []int{300, 64, 2500} {
 		rows := 3
 		x, w := randn(rng, rows*cols), randn(rng, cols)
 		want := make([]float32, rows*cols)

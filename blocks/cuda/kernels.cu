@@ -118,6 +118,7 @@ __device__ __forceinline__ float block_max(float v, float* buf)
 
 #define SW_MAX_THREADS 256 // largest blockDim.x of the reducing kernels
 #define SW_MAX_HEAD_DIM 256 // largest headDim attention supports
+#define SW_NORM_BATCH 8 // elements per thread rmsnorm loads at once
 
 // ---------------------------------------------------------------------------
 // 1. rmsnorm
@@ -138,12 +139,28 @@ extern "C" __global__ void rmsnorm(float* out, unsigned short* outh, const float
     __shared__ float buf[SW_MAX_THREADS];
     const size_t base = (size_t)blockIdx.x * (size_t)cols;
     const float* xr = x + base;
+    const int bd = blockDim.x;
 
+    // A thread's elements are i = threadIdx.x + bd*k, k ascending, taken
+    // SW_NORM_BATCH at a time: all of a batch's loads are issued before any
+    // of its arithmetic (and, below, before any of its stores, which the
+    // compiler could not move them past: out may alias x). One block runs
+    // a row, so without this each element waited for its own load from
+    // memory in turn. The sums are the same, in the same order.
     float ss = 0.0f;
-#pragma unroll 8
-    for (int i = threadIdx.x; i < cols; i += blockDim.x) {
-        const float v = xr[i];
-        ss += v * v;
+    for (int i0 = threadIdx.x; i0 < cols; i0 += SW_NORM_BATCH * bd) {
+        float v[SW_NORM_BATCH];
+#pragma unroll
+        for (int u = 0; u < SW_NORM_BATCH; u++) {
+            const int i = i0 + u * bd;
+            v[u] = i < cols ? xr[i] : 0.0f;
+        }
+#pragma unroll
+        for (int u = 0; u < SW_NORM_BATCH; u++) {
+            if (i0 + u * bd < cols) {
+                ss += v[u] * v[u];
+            }
+        }
     }
     // block_sum's barriers also guarantee every read of x above is done
     // before any thread writes out (which may alias x) below.
@@ -152,14 +169,26 @@ extern "C" __global__ void rmsnorm(float* out, unsigned short* outh, const float
     ss = ss + eps;
     const float s = 1.0f / sqrtf(ss);
 
-#pragma unroll 8
-    for (int i = threadIdx.x; i < cols; i += blockDim.x) {
-        const float y = w[i] * (s * xr[i]);
-        if (out != 0) {
-            out[base + i] = y;
+    for (int i0 = threadIdx.x; i0 < cols; i0 += SW_NORM_BATCH * bd) {
+        float wv[SW_NORM_BATCH], xv[SW_NORM_BATCH];
+#pragma unroll
+        for (int u = 0; u < SW_NORM_BATCH; u++) {
+            const int i = i0 + u * bd;
+            wv[u] = i < cols ? w[i] : 0.0f;
+            xv[u] = i < cols ? xr[i] : 0.0f;
         }
-        if (outh != 0) {
-            outh[base + i] = f16(y);
+#pragma unroll
+        for (int u = 0; u < SW_NORM_BATCH; u++) {
+            const int i = i0 + u * bd;
+            if (i < cols) {
+                const float y = wv[u] * (s * xv[u]);
+                if (out != 0) {
+                    out[base + i] = y;
+                }
+                if (outh != 0) {
+                    outh[base + i] = f16(y);
+                }
+            }
         }
     }
 }
