@@ -17,10 +17,14 @@
 #      (tau_s, tau_batch) and the websocket throughput at concurrency 1, 16;
 #   5. PyTorch's LlamaDecoderLayer on the same shape and dtype, batch 1 and
 #      16 (scripts/torch_block_bench.py), and the HBM copy bandwidth;
-#   6. the same bench server on a 7B-shaped Q4_K block.
+#   6. per-kernel device times of the f16 span at batch 1 with Nsight
+#      Compute, when `ncu` is installed (warm caches; each launch replayed,
+#      so only the kernels' own times are meaningful), summarized by
+#      scripts/ncu_kernel_times.py;
+#   7. the same bench server on a 7B-shaped Q4_K block.
 # Results go to $OUT (default /tmp/gpu-check): gpu-check.log (this script's
-# whole output), doctor.json, bench-f16.json, bench-q4k.json, torch.json and
-# logs.tgz (every process's log).
+# whole output), doctor.json, bench-f16.json, ncu.csv, bench-q4k.json,
+# torch.json and logs.tgz (every process's log).
 set -uo pipefail
 OUT=${OUT:-/tmp/gpu-check}
 SW=$(realpath "${SWARM:-bin/swarm}")
@@ -78,6 +82,20 @@ python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); print(json.dumps({k
 step "PyTorch LlamaDecoderLayer, same shape, fp16, batch 1 and 16"
 PYTHONUNBUFFERED=1 timeout 120 python3 scripts/torch_block_bench.py --batch 1,16 > "$OUT/torch.json" 2> "$W/torch.log"
 echo "rc=$?"; cat "$OUT/torch.json"; tail -n 5 "$W/torch.log"
+
+step "per-kernel device times (ncu), f16 span, batch 1"
+NCU=$(command -v ncu || ls /usr/local/cuda/bin/ncu 2>/dev/null | head -n 1)
+if [ -n "$NCU" ]; then
+  timeout 150 "$NCU" --cache-control none --clock-control none --csv \
+    --metrics gpu__time_duration.sum,dram__bytes_read.sum,launch__grid_size \
+    -k 'regex:^(matvec_1|rmsnorm|attention|rope|store_kv)$' --launch-skip 100 --launch-count 40 \
+    "$SW" bench server --device cuda --model "$W/m7f16/m7f16.gguf" --blocks 0:2 --concurrency 1 \
+    --tokens 8 --prefill 0 --measure-cache "$W/measure-ncu" > "$OUT/ncu.csv" 2> "$W/ncu.log"
+  echo "rc=$?"
+  python3 scripts/ncu_kernel_times.py "$OUT/ncu.csv" || tail -n 5 "$W/ncu.log"
+else
+  echo "ncu not found: skipped"
+fi
 
 step "7B-shaped Q4_K block"
 rm -rf "$W/m7f16"
