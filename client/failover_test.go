@@ -162,8 +162,11 @@ func TestFailoverReplacesHop(t *testing.T) {
 // timeout, and the text still equals the reference.
 func TestFailoverOnStepTimeout(t *testing.T) {
 	model := stories(t, "stories260K.bin")
+	// The spare's emulated latency must dwarf the noise of measured RTTs
+	// and tau on a loaded machine, as in TestFailoverReplacesHop: with 5 ms
+	// WS-RR chose the spare at Open once in CI.
 	_, urls := startFleet(t, model, []fleetSpec{
-		{swarm.Span{Start: 0, End: 3}, 0}, {swarm.Span{Start: 3, End: 5}, 0}, {swarm.Span{Start: 2, End: 5}, 5 * time.Millisecond},
+		{swarm.Span{Start: 0, End: 3}, 0}, {swarm.Span{Start: 3, End: 5}, 0}, {swarm.Span{Start: 2, End: 5}, 25 * time.Millisecond},
 	})
 	stall := newStaller(urls[1])
 	c, err := client.New(loadHead(t, model), urls, client.WithStepTimeout(300*time.Millisecond), client.WithDialer(stall.dial))

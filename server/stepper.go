@@ -117,6 +117,7 @@ func (p *stepper) run(ctx context.Context) {
 	// to the number of the batch that answered them: their next steps are
 	// probably on their way.
 	recent := map[blocks.Session]int{}
+	var answered []*stepReq // the requests a batch completed
 	for batch := 0; ; batch++ {
 		if len(queue) == 0 {
 			select {
@@ -171,20 +172,27 @@ func (p *stepper) run(ctx context.Context) {
 			p.tokens.Add(int64(steps[i].NTokens))
 		}
 		kept := queue[:0]
+		answered = answered[:0]
 		for _, r := range queue {
 			if r.err != nil || r.taken == r.n {
 				recent[r.es] = batch
 				if r.err != nil {
 					r.out = nil
 				}
-				close(r.answer)
+				answered = append(answered, r)
 				continue
 			}
 			kept = append(kept, r)
 		}
 		clear(queue[len(kept):])
 		queue = kept
+		// The queue's gauge before the answers: a client that has its
+		// result sees its step gone from the queue.
 		p.waiting.Store(int64(len(queue)))
+		for _, r := range answered {
+			close(r.answer)
+		}
+		clear(answered)
 	}
 }
 
