@@ -74,7 +74,7 @@ func TestSynthQ8_0(t *testing.T) {
 }
 
 // requireEightBitClose requires logits of a model whose products round
-// their inputs to 8 bits (Q8_0, Q4_0, Q2_K..Q6_K with the VNNI kernels:
+// their inputs to 8 bits (Q8_0, Q4_0..Q5_1, Q2_K..Q6_K with the VNNI kernels:
 // q8act.go; other CPUs keep float32 inputs and are closer) within 0.1 of the float32
 // ones and with an rms difference under 0.03 at every position.
 func requireEightBitClose(t *testing.T, want, got [][]float32) {
@@ -124,7 +124,7 @@ func quantConfig(t *testing.T, name string) synth.Config {
 // weights: the engine's block kernels (blocks/quant.go) read the blocks
 // that synth's quantizers wrote, and synth's own dequantizers (written
 // element by element, apart from the kernels) made the float32 file. They
-// agree to float32 summation order, or (Q4_0 and Q2_K..Q6_K, which round
+// agree to float32 summation order, or (Q4_0..Q5_1 and Q2_K..Q6_K, which round
 // their inputs to 8 bits) within requireEightBitClose.
 func TestSynthQuantized(t *testing.T) {
 	for _, name := range quantMixes {
@@ -135,8 +135,8 @@ func TestSynthQuantized(t *testing.T) {
 			require.Equal(t, c.DType, q.model.Info().DType)
 			want := logitsOf(t, load(t, paths["llama2c-v0"]), testTokens)
 			got := logitsOf(t, q, testTokens)
-			switch c.DType { // q4_0, q2_k .. q6_k and q4_k_m: 8-bit activations
-			case swarm.DTypeQ4_0, swarm.DTypeQ2_K, swarm.DTypeQ3_K, swarm.DTypeQ4_K, swarm.DTypeQ5_K, swarm.DTypeQ6_K:
+			switch c.DType { // q4_0 .. q5_1, iq4_nl, q2_k .. q6_k and q4_k_m: 8-bit activations
+			case swarm.DTypeQ4_0, swarm.DTypeQ4_1, swarm.DTypeQ5_0, swarm.DTypeQ5_1, swarm.DTypeIQ4_NL, swarm.DTypeQ2_K, swarm.DTypeQ3_K, swarm.DTypeQ4_K, swarm.DTypeQ5_K, swarm.DTypeQ6_K:
 				requireEightBitClose(t, want, got)
 				return
 			}

@@ -116,7 +116,7 @@ func BenchmarkMulRowsF16(b *testing.B) {
 }
 
 // TestQ8_0KernelsMatchGo requires the VNNI kernels' lanes to equal the
-// portable q8_0Lanes' (q4_0Lanes' for Q4_0): integer lane sums are exact
+// portable lanes of their format (q8_0Lanes, q4_0Lanes, ...): integer lane sums are exact
 // and the float32 steps are the same; fma32 may round twice, so equality
 // is checked to 1 ulp of the lane values' scale and exactly for the great
 // majority. The rows kernel must give reduceLanes of the tile's lanes bit
@@ -132,8 +132,12 @@ func TestQ8_0KernelsMatchGo(t *testing.T) {
 		lanes func(w, a []byte, nb int, acc *[q8Lanes]float32)
 	}
 	for dt, k := range map[swarm.DType]kernels{
-		swarm.DTypeQ8_0: {q8_0x3x4AVX512, q8_0x1x1AVX512, q8_0RowsAVX512, q8_0Lanes},
-		swarm.DTypeQ4_0: {q4_0x3x4AVX512, q4_0x1x1AVX512, q4_0RowsAVX512, q4_0Lanes},
+		swarm.DTypeQ8_0:   {q8_0x3x4AVX512, q8_0x1x1AVX512, q8_0RowsAVX512, q8_0Lanes},
+		swarm.DTypeQ4_0:   {q4_0x3x4AVX512, q4_0x1x1AVX512, q4_0RowsAVX512, q4_0Lanes},
+		swarm.DTypeQ4_1:   {q4_1x3x4AVX512, q4_1x1x1AVX512, q4_1RowsAVX512, q4_1Lanes},
+		swarm.DTypeQ5_0:   {q5_0x3x4AVX512, q5_0x1x1AVX512, q5_0RowsAVX512, q5_0Lanes},
+		swarm.DTypeQ5_1:   {q5_1x3x4AVX512, q5_1x1x1AVX512, q5_1RowsAVX512, q5_1Lanes},
+		swarm.DTypeIQ4_NL: {iq4_nlx3x4AVX512, iq4_nlx1x1AVX512, iq4_nlRowsAVX512, iq4_nlLanes},
 	} {
 		rng := rand.New(rand.NewPCG(11, 12))
 		for _, cols := range []int{32, 96, 1024} {

@@ -297,11 +297,11 @@ func (in *inputs) from(t0 int, views *[numActKinds]q8Acts) inputs {
 // matrices ms. For 4 or more inputs of a power-of-two-ish width (cols a
 // multiple of 256) x is copied with rows cols+16 floats apart, so the 4
 // inputs a GEMM kernel reads at once do not all map to the same L1 cache
-// sets (4 KiB aliasing). When one of ms is Q8_0, Q4_0 or a K-quant of
-// q8Dtypes (Q2_K..Q6_K) and the CPU
-// has the VNNI kernels (eightBitActivations), the inputs are also
-// quantized to 8 bits, once for all rows and once per layout (blocks of
-// 32 for Q8_0 and Q4_0, Q8_K blocks of 256 for the K-quants). release returns the copies to
+// sets (4 KiB aliasing). When one of ms is of a dtype of q8Dtypes (Q8_0,
+// Q4_0, Q4_1, Q5_0, Q5_1, Q2_K..Q6_K) and the CPU has the VNNI kernels
+// (eightBitActivations), the inputs are also quantized to 8 bits, once
+// for all rows and once per layout (blocks of 32 for the q32 formats,
+// Q8_K blocks of 256 for the K-quants). release returns the copies to
 // their pools once the products are done.
 func prepareInputs(ms []*matrix, x []float32, n, cols int) *inputs {
 	in := &inputs{x: x, ldx: cols, release: func() {}}

@@ -147,98 +147,10 @@ func reduceLanes(a *[q8Lanes]float32) float32 {
 // ones use VFMADD.
 func fma32(a, b, c float32) float32 { return float32(math.FMA(float64(a), float64(b), float64(c))) }
 
-// q8_0Lanes adds to acc the lanes of Q8_0 row w times the quantized input
-// a over nb blocks: the portable kernel every Q8_0 x Q8 product uses
-// without assembly. An odd last block's zero partner adds 0 * 0 to
-// accumulators 8..15, as the kernels do.
-func q8_0Lanes(w, a []byte, nb int, acc *[q8Lanes]float32) {
-	lanes32(w, a, nb, acc, q8BlockBytes, func(wb []byte, e int) int32 { return int32(int8(wb[2+e])) })
-}
-
-// lanes32 is q8_0Lanes for weights in blocks of bb bytes (a binary16
-// scale, then the values) whose element e (< 32) is val(block, e).
-func lanes32(w, a []byte, nb int, acc *[q8Lanes]float32, bb int, val func(wb []byte, e int) int32) {
-	t := f16Table()
-	for b := range q8Pairs(nb) * 2 {
-		pair, h := a[(b/2)*q8ActPairBytes:(b/2+1)*q8ActPairBytes], b%2
-		if b == nb {
-			for j := range 8 {
-				acc[8+j] = fma32(0, 0, acc[8+j])
-			}
-			break
-		}
-		wb := w[b*bb : (b+1)*bb : (b+1)*bb]
-		s := t[binary.LittleEndian.Uint16(wb)] * math.Float32frombits(binary.LittleEndian.Uint32(pair[128+32*h:]))
-		for j := range 8 {
-			var l int32
-			for k := range 4 {
-				l += val(wb, 4*j+k) * int32(int8(pair[32*h+4*j+k]))
-			}
-			acc[8*h+j] = fma32(float32(l), s, acc[8*h+j])
-		}
-	}
-}
-
-// q4_0BlockBytes is the bytes of one Q4_0 block of 32 weights
-// (ggml-common.h block_q4_0: d f16, then 16 bytes of nibbles).
-const q4_0BlockBytes = 18
-
-// q4_0Lanes is q8_0Lanes for Q4_0 row w: weight element i < 16 of a
-// block is the low nibble of byte 2+i minus 8, element 16+i its high
-// nibble minus 8 (llama.cpp's dequantize_row_q4_0), so lane j's integer
-// sum is sum_k (nib_{4j+k} - 8) q_{4j+k}, exact in int32 whichever way a
-// kernel computes it (the assembly multiplies the unsigned nibbles and
-// starts the lane at c_j / 16 = -8 * sum_k q_{4j+k}); the float32 steps
-// are q8_0Lanes'.
-func q4_0Lanes(w, a []byte, nb int, acc *[q8Lanes]float32) {
-	lanes32(w, a, nb, acc, q4_0BlockBytes, func(wb []byte, e int) int32 {
-		return int32(wb[2+e%16]>>(4*(e/16))&15) - 8
-	})
-}
-
-// dotQ4_0Q8 is dotQ8_0Q8 for a Q4_0 row.
-func dotQ4_0Q8(w, a []byte, nb int) float32 {
-	var acc [q8Lanes]float32
-	q4_0Row(w, a, nb, &acc)
-	return reduceLanes(&acc)
-}
-
-// q4_0Tile3x4Go is the portable q4_0Tile3x4: q4_0Lanes per output.
-func q4_0Tile3x4Go(w []byte, ldw int, a []byte, lda, nb int, acc *[3 * 4 * q8Lanes]float32, zero bool) {
-	if zero {
-		clear(acc[:])
-	}
-	for i := range 12 {
-		r, t := i/4, i%4
-		q4_0Lanes(w[r*ldw:], a[t*lda:], nb, (*[q8Lanes]float32)(acc[i*q8Lanes:]))
-	}
-}
-
-// dotQ8_0Q8 is the dot product of Q8_0 row w with the quantized input a
-// (both nb blocks): the result every path gives for this row and input.
-// The kernels are plain functions (q8act_amd64.go, q8act_other.go), not
-// function variables, so that acc stays on the stack.
-func dotQ8_0Q8(w, a []byte, nb int) float32 {
-	var acc [q8Lanes]float32
-	q8_0Row(w, a, nb, &acc)
-	return reduceLanes(&acc)
-}
-
 // rowsGo is the portable rows kernel of q8Products: dot row by row.
 func rowsGo(dot func(w, a []byte, units int) float32, w []byte, ldw int, a []byte, units int, out []float32) {
 	for r := range out {
 		out[r] = dot(w[r*ldw:(r+1)*ldw], a, units)
-	}
-}
-
-// q8_0Tile3x4Go is the portable q8_0Tile3x4: q8_0Lanes per output.
-func q8_0Tile3x4Go(w []byte, ldw int, a []byte, lda, nb int, acc *[3 * 4 * q8Lanes]float32, zero bool) {
-	if zero {
-		clear(acc[:])
-	}
-	for i := range 12 {
-		r, t := i/4, i%4
-		q8_0Lanes(w[r*ldw:], a[t*lda:], nb, (*[q8Lanes]float32)(acc[i*q8Lanes:]))
 	}
 }
 
@@ -310,13 +222,17 @@ type q8Products struct {
 
 // q8Dtypes are the matrix dtypes whose products take 8-bit activations.
 var q8Dtypes = map[swarm.DType]*q8Products{
-	swarm.DTypeQ8_0: {acts: acts32, unitBlocks: 1, unitBytes: q8BlockBytes, actUnitBytes: q8ActPairBytes / 2, tile: q8_0Tile3x4, dot: dotQ8_0Q8, rows: q8_0Rows},
-	swarm.DTypeQ4_0: {acts: acts32, unitBlocks: 1, unitBytes: q4_0BlockBytes, actUnitBytes: q8ActPairBytes / 2, tile: q4_0Tile3x4, dot: dotQ4_0Q8, rows: q4_0Rows},
-	swarm.DTypeQ4_K: {acts: actsK, unitBlocks: 8, unitBytes: q4KBlockBytes, actUnitBytes: q8KBlockBytes, tileK: q4_KTile, dot: dotQ4_KQ8K, rows: q4_KRows},
-	swarm.DTypeQ2_K: {acts: actsK, unitBlocks: 8, unitBytes: q2KBlockBytes, actUnitBytes: q8KBlockBytes, tileK: q2_KTile, dot: dotQ2_KQ8K, rows: q2_KRows},
-	swarm.DTypeQ3_K: {acts: actsK, unitBlocks: 8, unitBytes: q3KBlockBytes, actUnitBytes: q8KBlockBytes, tileK: q3_KTile, dot: dotQ3_KQ8K, rows: q3_KRows},
-	swarm.DTypeQ5_K: {acts: actsK, unitBlocks: 8, unitBytes: q5KBlockBytes, actUnitBytes: q8KBlockBytes, tileK: q5_KTile, dot: dotQ5_KQ8K, rows: q5_KRows},
-	swarm.DTypeQ6_K: {acts: actsK, unitBlocks: 8, unitBytes: q6KBlockBytes, actUnitBytes: q8KBlockBytes, tileK: q6_KTile, dot: dotQ6_KQ8K, rows: q6_KRows},
+	swarm.DTypeQ8_0:   q32Q8_0.products(),
+	swarm.DTypeQ4_0:   q32Q4_0.products(),
+	swarm.DTypeQ4_1:   q32Q4_1.products(),
+	swarm.DTypeQ5_0:   q32Q5_0.products(),
+	swarm.DTypeQ5_1:   q32Q5_1.products(),
+	swarm.DTypeIQ4_NL: q32IQ4_NL.products(),
+	swarm.DTypeQ4_K:   {acts: actsK, unitBlocks: 8, unitBytes: q4KBlockBytes, actUnitBytes: q8KBlockBytes, tileK: q4_KTile, dot: dotQ4_KQ8K, rows: q4_KRows},
+	swarm.DTypeQ2_K:   {acts: actsK, unitBlocks: 8, unitBytes: q2KBlockBytes, actUnitBytes: q8KBlockBytes, tileK: q2_KTile, dot: dotQ2_KQ8K, rows: q2_KRows},
+	swarm.DTypeQ3_K:   {acts: actsK, unitBlocks: 8, unitBytes: q3KBlockBytes, actUnitBytes: q8KBlockBytes, tileK: q3_KTile, dot: dotQ3_KQ8K, rows: q3_KRows},
+	swarm.DTypeQ5_K:   {acts: actsK, unitBlocks: 8, unitBytes: q5KBlockBytes, actUnitBytes: q8KBlockBytes, tileK: q5_KTile, dot: dotQ5_KQ8K, rows: q5_KRows},
+	swarm.DTypeQ6_K:   {acts: actsK, unitBlocks: 8, unitBytes: q6KBlockBytes, actUnitBytes: q8KBlockBytes, tileK: q6_KTile, dot: dotQ6_KQ8K, rows: q6_KRows},
 }
 
 // mulRowsQ8 computes out[t*m.rows + r] = k.dot(row r, input t) for rows

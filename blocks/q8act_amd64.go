@@ -4,7 +4,8 @@ package blocks
 
 import "golang.org/x/sys/cpu"
 
-// The Q8_0 x Q8 kernels of q8gemm_amd64.s.
+// The kernels of q8gemm_amd64.s: the q32 formats (Q8_0, Q4_0, Q4_1, Q5_0,
+// Q5_1, IQ4_NL) times 8-bit activations.
 
 //go:noescape
 func q8_0x3x4AVX512(w []byte, ldw int, a []byte, lda int, nb int, acc *[3 * 4 * q8Lanes]float32, zero bool)
@@ -25,6 +26,42 @@ func q4_0x1x1AVX512(w []byte, ldw int, a []byte, lda int, nb int, acc *[q8Lanes]
 func q4_0RowsAVX512(w []byte, ldw int, a []byte, units int, nrows int, out []float32)
 
 //go:noescape
+func q4_1x3x4AVX512(w []byte, ldw int, a []byte, lda int, nb int, acc *[3 * 4 * q8Lanes]float32, zero bool)
+
+//go:noescape
+func q4_1x1x1AVX512(w []byte, ldw int, a []byte, lda int, nb int, acc *[q8Lanes]float32)
+
+//go:noescape
+func q4_1RowsAVX512(w []byte, ldw int, a []byte, units int, nrows int, out []float32)
+
+//go:noescape
+func q5_0x3x4AVX512(w []byte, ldw int, a []byte, lda int, nb int, acc *[3 * 4 * q8Lanes]float32, zero bool)
+
+//go:noescape
+func q5_0x1x1AVX512(w []byte, ldw int, a []byte, lda int, nb int, acc *[q8Lanes]float32)
+
+//go:noescape
+func q5_0RowsAVX512(w []byte, ldw int, a []byte, units int, nrows int, out []float32)
+
+//go:noescape
+func q5_1x3x4AVX512(w []byte, ldw int, a []byte, lda int, nb int, acc *[3 * 4 * q8Lanes]float32, zero bool)
+
+//go:noescape
+func q5_1x1x1AVX512(w []byte, ldw int, a []byte, lda int, nb int, acc *[q8Lanes]float32)
+
+//go:noescape
+func q5_1RowsAVX512(w []byte, ldw int, a []byte, units int, nrows int, out []float32)
+
+//go:noescape
+func iq4_nlx3x4AVX512(w []byte, ldw int, a []byte, lda int, nb int, acc *[3 * 4 * q8Lanes]float32, zero bool)
+
+//go:noescape
+func iq4_nlx1x1AVX512(w []byte, ldw int, a []byte, lda int, nb int, acc *[q8Lanes]float32)
+
+//go:noescape
+func iq4_nlRowsAVX512(w []byte, ldw int, a []byte, units int, nrows int, out []float32)
+
+//go:noescape
 func reduceQ8x12AVX2(acc *[3 * 4 * q8Lanes]float32, out *[12]float32)
 
 // reduceQ8x12 writes reduceLanes of each of the 12 outputs of acc to out.
@@ -41,7 +78,7 @@ func reduceQ8x12(acc *[3 * 4 * q8Lanes]float32, out *[12]float32) {
 var vnniKernels = avx512Kernels && cpu.X86.HasAVX512BW && cpu.X86.HasAVX512VNNI
 
 // eightBitActivations reports whether the products of q8Dtypes (Q8_0,
-// Q4_0, Q2_K..Q6_K) take 8-bit activations (prepareInputs):
+// Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL, Q2_K..Q6_K) take 8-bit activations (prepareInputs):
 // only with the VNNI kernels. Without
 // them the portable twins would be slower than the AVX2 kernels on
 // float32 activations, which those CPUs keep using (with results that
@@ -58,49 +95,12 @@ func init() {
 	}
 }
 
-// q8_0Tile3x4 adds to acc (zero: to zeros instead) the accumulators of 3
-// rows (ldw bytes apart) times 4 inputs (lda bytes apart), output r*4+t,
-// exactly as q8_0Lanes would.
-func q8_0Tile3x4(w []byte, ldw int, a []byte, lda, nb int, acc *[3 * 4 * q8Lanes]float32, zero bool) {
-	if !vnniKernels {
-		q8_0Tile3x4Go(w, ldw, a, lda, nb, acc, zero)
-		return
-	}
-	// Bound the reads: rows 0..2 and inputs 0..3 of nb blocks.
-	_ = w[2*ldw+nb*q8BlockBytes-1]
-	_ = a[3*lda+q8Pairs(nb)*q8ActPairBytes-1]
-	q8_0x3x4AVX512(w, ldw, a, lda, nb, acc, zero)
-}
-
-// q8_0Row adds to acc the accumulators of row w times input a, as
-// q8_0Lanes would.
-func q8_0Row(w, a []byte, nb int, acc *[q8Lanes]float32) {
-	if !vnniKernels {
-		q8_0Lanes(w, a, nb, acc)
-		return
-	}
-	_ = w[nb*q8BlockBytes-1]
-	_ = a[q8Pairs(nb)*q8ActPairBytes-1]
-	q8_0x1x1AVX512(w, 0, a, 0, nb, acc)
-}
-
 // q4_KTile adds to acc (zero: to zeros instead) the accumulators of
 // Q4_K row w times the Q8_K inputs t < T (lda bytes apart), output t,
 // over nsb blocks of 256, exactly as q4_KLanes would; when out is not
 // empty it sets out[t*ldo] to their reduceLanes instead of storing them.
 func q4_KTile(w []byte, a []byte, lda, nsb, T int, acc *[3 * 4 * q8Lanes]float32, zero bool, out []float32, ldo int) {
 	kTile(&q4_KTilesAVX512, q4KBlockBytes, q4_KLanes, w, a, lda, nsb, T, acc, zero, out, ldo)
-}
-
-// q8_0Rows sets out[r] to dotQ8_0Q8 of row r (ldw bytes apart) and a.
-func q8_0Rows(w []byte, ldw int, a []byte, nb int, out []float32) {
-	if !vnniKernels || len(out) == 0 {
-		rowsGo(dotQ8_0Q8, w, ldw, a, nb, out)
-		return
-	}
-	_ = w[(len(out)-1)*ldw+nb*q8BlockBytes-1]
-	_ = a[q8Pairs(nb)*q8ActPairBytes-1]
-	q8_0RowsAVX512(w, ldw, a, nb, len(out), out)
 }
 
 // q4_KRows sets out[r] to the product of Q4_K row r (ldw bytes apart)
@@ -121,40 +121,6 @@ func q6_KTile(w []byte, a []byte, lda, nsb, T int, acc *[3 * 4 * q8Lanes]float32
 // and the Q8_K input a, as q6_KDotGo would.
 func q6_KRows(w []byte, ldw int, a []byte, nsb int, out []float32) {
 	kRows(q6_KRowsAVX512, q6KBlockBytes, q6_KLanes, w, ldw, a, nsb, out)
-}
-
-// q4_0Tile3x4 is q8_0Tile3x4 for Q4_0 rows, exactly as q4_0Lanes would.
-func q4_0Tile3x4(w []byte, ldw int, a []byte, lda, nb int, acc *[3 * 4 * q8Lanes]float32, zero bool) {
-	if !vnniKernels {
-		q4_0Tile3x4Go(w, ldw, a, lda, nb, acc, zero)
-		return
-	}
-	_ = w[2*ldw+nb*q4_0BlockBytes-1]
-	_ = a[3*lda+q8Pairs(nb)*q8ActPairBytes-1]
-	q4_0x3x4AVX512(w, ldw, a, lda, nb, acc, zero)
-}
-
-// q4_0Row adds to acc the accumulators of Q4_0 row w times input a, as
-// q4_0Lanes would.
-func q4_0Row(w, a []byte, nb int, acc *[q8Lanes]float32) {
-	if !vnniKernels {
-		q4_0Lanes(w, a, nb, acc)
-		return
-	}
-	_ = w[nb*q4_0BlockBytes-1]
-	_ = a[q8Pairs(nb)*q8ActPairBytes-1]
-	q4_0x1x1AVX512(w, 0, a, 0, nb, acc)
-}
-
-// q4_0Rows sets out[r] to dotQ4_0Q8 of row r (ldw bytes apart) and a.
-func q4_0Rows(w []byte, ldw int, a []byte, nb int, out []float32) {
-	if !vnniKernels || len(out) == 0 {
-		rowsGo(dotQ4_0Q8, w, ldw, a, nb, out)
-		return
-	}
-	_ = w[(len(out)-1)*ldw+nb*q4_0BlockBytes-1]
-	_ = a[q8Pairs(nb)*q8ActPairBytes-1]
-	q4_0RowsAVX512(w, ldw, a, nb, len(out), out)
 }
 
 // q5_KTile is q4_KTile for Q5_K rows, exactly as q5_KLanes would.
@@ -221,4 +187,80 @@ func kRows(rows func(w []byte, ldw int, a []byte, units int, nrows int, out []fl
 	_ = w[(len(out)-1)*ldw+nsb*bb-1]
 	_ = a[nsb*q8KBlockBytes-1]
 	rows(w, ldw, a, nsb, len(out), out)
+}
+
+// tile adds to acc (zero: to zeros instead) the accumulators of 3 rows of
+// f (ldw bytes apart) times 4 inputs (lda bytes apart), output r*4+t,
+// exactly as f.lanes would.
+func (f q32) tile(w []byte, ldw int, a []byte, lda, nb int, acc *[3 * 4 * q8Lanes]float32, zero bool) {
+	if !vnniKernels {
+		f.tileGo(w, ldw, a, lda, nb, acc, zero)
+		return
+	}
+	// Bound the reads: rows 0..2 and inputs 0..3 of nb blocks.
+	_ = w[2*ldw+nb*f.blockBytes()-1]
+	_ = a[3*lda+q8Pairs(nb)*q8ActPairBytes-1]
+	switch f {
+	case q32Q8_0:
+		q8_0x3x4AVX512(w, ldw, a, lda, nb, acc, zero)
+	case q32Q4_0:
+		q4_0x3x4AVX512(w, ldw, a, lda, nb, acc, zero)
+	case q32Q4_1:
+		q4_1x3x4AVX512(w, ldw, a, lda, nb, acc, zero)
+	case q32Q5_0:
+		q5_0x3x4AVX512(w, ldw, a, lda, nb, acc, zero)
+	case q32Q5_1:
+		q5_1x3x4AVX512(w, ldw, a, lda, nb, acc, zero)
+	case q32IQ4_NL:
+		iq4_nlx3x4AVX512(w, ldw, a, lda, nb, acc, zero)
+	}
+}
+
+// row adds to acc the accumulators of row w of f times input a, as
+// f.lanes would.
+func (f q32) row(w, a []byte, nb int, acc *[q8Lanes]float32) {
+	if !vnniKernels {
+		f.lanes(w, a, nb, acc)
+		return
+	}
+	_ = w[nb*f.blockBytes()-1]
+	_ = a[q8Pairs(nb)*q8ActPairBytes-1]
+	switch f {
+	case q32Q8_0:
+		q8_0x1x1AVX512(w, 0, a, 0, nb, acc)
+	case q32Q4_0:
+		q4_0x1x1AVX512(w, 0, a, 0, nb, acc)
+	case q32Q4_1:
+		q4_1x1x1AVX512(w, 0, a, 0, nb, acc)
+	case q32Q5_0:
+		q5_0x1x1AVX512(w, 0, a, 0, nb, acc)
+	case q32Q5_1:
+		q5_1x1x1AVX512(w, 0, a, 0, nb, acc)
+	case q32IQ4_NL:
+		iq4_nlx1x1AVX512(w, 0, a, 0, nb, acc)
+	}
+}
+
+// rows sets out[r] to f.dot of row r (ldw bytes apart) and a.
+func (f q32) rows(w []byte, ldw int, a []byte, nb int, out []float32) {
+	if !vnniKernels || len(out) == 0 {
+		rowsGo(f.dot, w, ldw, a, nb, out)
+		return
+	}
+	_ = w[(len(out)-1)*ldw+nb*f.blockBytes()-1]
+	_ = a[q8Pairs(nb)*q8ActPairBytes-1]
+	switch f {
+	case q32Q8_0:
+		q8_0RowsAVX512(w, ldw, a, nb, len(out), out)
+	case q32Q4_0:
+		q4_0RowsAVX512(w, ldw, a, nb, len(out), out)
+	case q32Q4_1:
+		q4_1RowsAVX512(w, ldw, a, nb, len(out), out)
+	case q32Q5_0:
+		q5_0RowsAVX512(w, ldw, a, nb, len(out), out)
+	case q32Q5_1:
+		q5_1RowsAVX512(w, ldw, a, nb, len(out), out)
+	case q32IQ4_NL:
+		iq4_nlRowsAVX512(w, ldw, a, nb, len(out), out)
+	}
 }

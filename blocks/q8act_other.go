@@ -11,14 +11,6 @@ const eightBitActivations = false
 // a time.
 const q8Tiles = false
 
-// q8_0Tile3x4 is the portable tile (used by the tests).
-func q8_0Tile3x4(w []byte, ldw int, a []byte, lda, nb int, acc *[3 * 4 * q8Lanes]float32, zero bool) {
-	q8_0Tile3x4Go(w, ldw, a, lda, nb, acc, zero)
-}
-
-// q8_0Row adds to acc the accumulators of row w times input a.
-func q8_0Row(w, a []byte, nb int, acc *[q8Lanes]float32) { q8_0Lanes(w, a, nb, acc) }
-
 // reduceQ8x12 writes reduceLanes of each of the 12 outputs of acc to out.
 func reduceQ8x12(acc *[3 * 4 * q8Lanes]float32, out *[12]float32) { reduceQ8x12Go(acc, out) }
 
@@ -27,11 +19,7 @@ func q4_KTile(w []byte, a []byte, lda, nsb, T int, acc *[3 * 4 * q8Lanes]float32
 	kTileGo(q4_KLanes, w, a, lda, nsb, T, acc, zero, out, ldo)
 }
 
-// q8_0Rows and q4_KRows are the rows kernels of q8Products.
-func q8_0Rows(w []byte, ldw int, a []byte, nb int, out []float32) {
-	rowsGo(dotQ8_0Q8, w, ldw, a, nb, out)
-}
-
+// q4_KRows is the rows kernel of q8Products.
 func q4_KRows(w []byte, ldw int, a []byte, nsb int, out []float32) {
 	rowsGo(q4_KDotGo, w, ldw, a, nsb, out)
 }
@@ -44,18 +32,6 @@ func q6_KTile(w []byte, a []byte, lda, nsb, T int, acc *[3 * 4 * q8Lanes]float32
 // q6_KRows is the rows kernel of q8Products.
 func q6_KRows(w []byte, ldw int, a []byte, nsb int, out []float32) {
 	rowsGo(q6_KDotGo, w, ldw, a, nsb, out)
-}
-
-// q4_0Tile3x4, q4_0Row and q4_0Rows are the portable Q4_0 kernels (used
-// by the tests).
-func q4_0Tile3x4(w []byte, ldw int, a []byte, lda, nb int, acc *[3 * 4 * q8Lanes]float32, zero bool) {
-	q4_0Tile3x4Go(w, ldw, a, lda, nb, acc, zero)
-}
-
-func q4_0Row(w, a []byte, nb int, acc *[q8Lanes]float32) { q4_0Lanes(w, a, nb, acc) }
-
-func q4_0Rows(w []byte, ldw int, a []byte, nb int, out []float32) {
-	rowsGo(dotQ4_0Q8, w, ldw, a, nb, out)
 }
 
 // q5_KTile and q5_KRows are the portable Q5_K kernels (used by the tests).
@@ -83,4 +59,15 @@ func q2_KTile(w []byte, a []byte, lda, nsb, T int, acc *[3 * 4 * q8Lanes]float32
 
 func q2_KRows(w []byte, ldw int, a []byte, nsb int, out []float32) {
 	rowsGo(q2_KDotGo, w, ldw, a, nsb, out)
+}
+
+// tile, row and rows are the portable q32 kernels (used by the tests).
+func (f q32) tile(w []byte, ldw int, a []byte, lda, nb int, acc *[3 * 4 * q8Lanes]float32, zero bool) {
+	f.tileGo(w, ldw, a, lda, nb, acc, zero)
+}
+
+func (f q32) row(w, a []byte, nb int, acc *[q8Lanes]float32) { f.lanes(w, a, nb, acc) }
+
+func (f q32) rows(w []byte, ldw int, a []byte, nb int, out []float32) {
+	rowsGo(f.dot, w, ldw, a, nb, out)
 }

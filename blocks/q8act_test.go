@@ -54,7 +54,7 @@ func TestQuantizeRowQ8(t *testing.T) {
 // rounding of 128 block terms), and with the product of the float32
 // activations (tolerance: the 8-bit rounding of the activations).
 func TestDotQ8_0Q8(t *testing.T) {
-	for _, dt := range []swarm.DType{swarm.DTypeQ8_0, swarm.DTypeQ4_0} {
+	for _, dt := range []swarm.DType{swarm.DTypeQ8_0, swarm.DTypeQ4_0, swarm.DTypeQ4_1, swarm.DTypeQ5_0, swarm.DTypeQ5_1, swarm.DTypeIQ4_NL} {
 		t.Run(dt.String(), func(t *testing.T) { dotQ8Acts(t, dt) })
 	}
 }
@@ -98,6 +98,10 @@ func TestMulRowsQ8MatchesDot(t *testing.T) {
 	}{
 		{swarm.DTypeQ8_0, []int{32, 64, 96, 1056, 2048}},
 		{swarm.DTypeQ4_0, []int{32, 96, 1056, 2048}},
+		{swarm.DTypeQ4_1, []int{32, 96, 1056}},
+		{swarm.DTypeQ5_0, []int{32, 96, 1056}},
+		{swarm.DTypeQ5_1, []int{32, 96, 1056}},
+		{swarm.DTypeIQ4_NL, []int{32, 96, 1056}},
 		{swarm.DTypeQ4_K, []int{256, 512, 1280, 2048}}, // 1280: a chunk of 4 blocks of 256, then 1
 		{swarm.DTypeQ5_K, []int{256, 1280}},
 		{swarm.DTypeQ3_K, []int{256, 1280}},

@@ -13,7 +13,8 @@ w('//go:build amd64 && !purego')
 w('')
 w('#include "textflag.h"')
 w('')
-w('''// Q8_0 and Q4_0 weights times 8-bit activations (q8act.go) with AVX-512 VNNI
+w('''// Q8_0, Q4_0, Q4_1, Q5_0, Q5_1 and IQ4_NL weights (q32.go) times 8-bit activations
+// (q8act.go) with AVX-512 VNNI
 // (VPDPBUSD on 512-bit registers), two blocks at a time: lanes 0-7 of a
 // register belong to the even block of a pair and lanes 8-15 to the odd
 // one. For each weight row r and input t, lane j of block b is
@@ -26,7 +27,14 @@ w('''// Q8_0 and Q4_0 weights times 8-bit activations (q8act.go) with AVX-512 VN
 // accumulators (reduceLanes). Q4_0 (q4_0x..., q4_0Lanes) unpacks a
 // block's 16 bytes of nibbles into its 32 unsigned values 0..15 in
 // element order and starts lane j at c_j / 16 = -8 * (its q's sum), so
-// the lane is sum (nib - 8) q; Z11 then holds bytes of 0x0F.
+// the lane is sum (nib - 8) q; Z11 then holds bytes of 0x0F. Q5_0 adds
+// 16 to the bytes whose bit of qh is set (K3 holds both blocks' qh, Z31
+// bytes of 0x10) and starts the lane at c_j / 8 = -16 * (the q's sum).
+// Q4_1 and Q5_1 (x = d*q + m) start the lane at 0 and add a second
+// product per block, float32(c_j) * ((m * -1/128) * dx), with m * -1/128
+// in Z28-Z30 (Z7: -1/128) and float32(c_j) in Z6 (q32.go lanes32).
+// IQ4_NL looks its nibbles up (VPSHUFB) in Z31, its 16 levels plus 128,
+// and starts the lane at c_j, as Q8_0 does.
 //
 // func q8_0xRxTAVX512(w []byte, ldw int, a []byte, lda int, nb int, acc *[R*T*16]float32)
 // Rows r < R at w[r*ldw:], inputs t < T at a[t*lda:], nb blocks; acc
@@ -43,45 +51,92 @@ w('''// Q8_0 and Q4_0 weights times 8-bit activations (q8act.go) with AVX-512 VN
 rows=['SI','DI','R8']
 ins=['R10','R11','R12','R13']
 def pairs(R,T,tail,f="q8_0"):
+    blk=BLOCK[f]
     for r in range(R):
         if not tail:
             w(f"\tPREFETCHT0 {PF}({rows[r]})(BX*1)")
-        if f == "q4_0":
+        if f != "q8_0":
             # Nibbles: byte i of a block's 16 is element i (low nibble)
             # and element 16+i (high); unpacked into element order,
             # block 2p in bytes 0-31 and block 2p+1 in bytes 32-63.
-            w(f"\tVMOVDQU 2({rows[r]})(BX*1), X{r}")
+            qs=QS[f]
+            w(f"\tVMOVDQU {qs}({rows[r]})(BX*1), X{r}")
             if not tail:
-                w(f"\tVINSERTI128 $1, 20({rows[r]})(BX*1), Y{r}, Y{r}")
+                w(f"\tVINSERTI128 $1, {blk+qs}({rows[r]})(BX*1), Y{r}, Y{r}")
             w(f"\tVPSRLW $4, Y{r}, Y14")
             w(f"\tVPAND Y11, Y{r}, Y{r}")
             w("\tVPAND Y11, Y14, Y14")
             w(f"\tVINSERTI64X4 $1, Y14, Z{r}, Z{r}")
             w(f"\tVSHUFI64X2 $0xD8, Z{r}, Z{r}, Z{r}")
+            if f == "iq4_nl":
+                # The nibbles index the levels + 128 (Z31), unsigned.
+                w(f"\tVPSHUFB Z{r}, Z31, Z{r}")
+            if f in QH:
+                # The fifth bits: bit j of a block's qh is element j's;
+                # K3 holds block 2p's 32 bits, then block 2p+1's, and
+                # adds 16 to those bytes.
+                qh=QH[f]
+                if tail:
+                    w(f"\tKMOVD {qh}({rows[r]})(BX*1), K3")
+                else:
+                    w(f"\tKMOVD {qh}({rows[r]})(BX*1), K1")
+                    w(f"\tKMOVD {blk+qh}({rows[r]})(BX*1), K2")
+                    w("\tKUNPCKDQ K1, K2, K3")
+                w(f"\tVPADDB Z31, Z{r}, K3, Z{r}")
         else:
             w(f"\tVMOVDQU 2({rows[r]})(BX*1), Y{r}")
             if not tail:
                 w(f"\tVINSERTI64X4 $1, 36({rows[r]})(BX*1), Z{r}, Z{r}")
             w(f"\tVPXORD Z11, Z{r}, Z{r}")
-        w(f"\tVPBROADCASTW ({rows[r]})(BX*1), X14")
-        if not tail:
-            w(f"\tVPBROADCASTW {BLOCK[f]}({rows[r]})(BX*1), X15")
-            w("\tVINSERTI128 $1, X15, Y14, Y14")
-        w(f"\tVCVTPH2PS Y14, Z{3+r}")
+        halves(rows[r], 0, tail, blk, f"Z{3+r}")
+        if f in MIN:
+            # m * (-1/128), to multiply c_j = -128 * (its q's sum).
+            halves(rows[r], 2, tail, blk, f"Z{28+r}")
+            w(f"\tVMULPS Z7, Z{28+r}, Z{28+r}")
     for t in range(T):
         w(f"\tVMOVDQU64 ({ins[t]})(AX*1), Z8")
         w(f"\tVMOVDQU64 64({ins[t]})(AX*1), Z9")
-        if f == "q4_0":
-            w("\tVPSRAD $4, Z9, Z9")
+        if f in SHIFT:
+            w(f"\tVPSRAD ${SHIFT[f]}, Z9, Z9")
+        if f in MIN:
+            w("\tVCVTDQ2PS Z9, Z6")
         w(f"\tVMOVUPS 128({ins[t]})(AX*1), Z10")
         for r in range(R):
-            w("\tVMOVDQA64 Z9, Z12")
+            if f in MIN:
+                w("\tVPXORD Z12, Z12, Z12")
+            else:
+                w("\tVMOVDQA64 Z9, Z12")
             w(f"\tVPDPBUSD Z8, Z{r}, Z12")
             w("\tVCVTDQ2PS Z12, Z12")
             w(f"\tVMULPS Z10, Z{3+r}, Z13")
             w(f"\tVFMADD231PS Z13, Z12, Z{16+r*T+t}")
-BLOCK={"q8_0":34,"q4_0":18}  # bytes of one block
-CONST={"q8_0":"$0x80808080","q4_0":"$0x0F0F0F0F"}  # Z11: the bytes XORed (q8_0) or masked (q4_0)
+            if f in MIN:
+                w(f"\tVMULPS Z10, Z{28+r}, Z13")
+                w(f"\tVFMADD231PS Z13, Z6, Z{16+r*T+t}")
+def halves(row, off, tail, blk, dst):
+    # The binary16 at off of the pair's two blocks, 8 lanes each, as float32.
+    w(f"\tVPBROADCASTW {off}({row})(BX*1), X14")
+    if not tail:
+        w(f"\tVPBROADCASTW {blk+off}({row})(BX*1), X15")
+        w("\tVINSERTI128 $1, X15, Y14, Y14")
+    w(f"\tVCVTPH2PS Y14, {dst}")
+BLOCK={"q8_0":34,"q4_0":18,"q4_1":20,"q5_0":22,"q5_1":24,"iq4_nl":18}  # bytes of one block (ggml-common.h)
+QS={"q4_0":2,"q4_1":4,"q5_0":6,"q5_1":8,"iq4_nl":2}  # offset of the 16 bytes of nibbles
+QH={"q5_0":2,"q5_1":4}  # offset of the 32 fifth bits
+MIN={"q4_1","q5_1"}  # blocks with a minimum m (binary16 at offset 2): x = d*q + m
+SHIFT={"q4_0":4,"q5_0":3}  # lane start c_j >> SHIFT = -8 or -16 times the q's sum
+CONST={"q8_0":"$0x80808080"}  # Z11: the bytes XORed (q8_0) or masked (0x0F, the others)
+def consts(f):
+    w(f"\tMOVL {CONST.get(f, '$0x0F0F0F0F')}, DX")
+    w("\tVPBROADCASTD DX, Z11")
+    if f == "iq4_nl":
+        w("\tVBROADCASTI32X4 iq4nlLevels<>(SB), Z31")
+    if f in QH:
+        w("\tMOVL $0x10101010, DX")
+        w("\tVPBROADCASTD DX, Z31")
+    if f in MIN:
+        w("\tMOVL $0xBC000000, DX")  # -1/128
+        w("\tVPBROADCASTD DX, Z7")
 def kernel(R,T,f="q8_0"):
     name=f"{f}x{R}x{T}AVX512"
     if R*T > 1:
@@ -113,9 +168,7 @@ def kernel(R,T,f="q8_0"):
         for i in range(R*T):
             w(f"\tVPXORD Z{16+i}, Z{16+i}, Z{16+i}")
         w(f"{name.lower()}accs:")
-    w(f"\tMOVL {CONST[f]}, DX")
-    w("\tVMOVD DX, X11")
-    w("\tVPBROADCASTD X11, Z11")
+    consts(f)
     w("\tXORQ AX, AX")
     w("\tXORQ BX, BX")
     lbl=name.lower()
@@ -138,7 +191,16 @@ def kernel(R,T,f="q8_0"):
     w("\tVZEROUPPER")
     w("\tRET")
     w("")
-for f in ("q8_0","q4_0"):
+FORMATS=("q8_0","q4_0","q4_1","q5_0","q5_1","iq4_nl")
+# IQ4_NL's 16 levels (kvalues_iq4nl in ggml-common.h) plus 128, as the
+# unsigned bytes VPDPBUSD multiplies; the lane starts at c_j as Q8_0's.
+LEVELS=[-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113]
+for i in range(0,16,8):
+    v=sum((LEVELS[i+k]+128)<<(8*k) for k in range(8))
+    w(f"DATA iq4nlLevels<>+{i}(SB)/8, $0x{v:016x}")
+w("GLOBL iq4nlLevels<>(SB), RODATA|NOPTR, $16")
+w("")
+for f in FORMATS:
     for R,T in ((3,4),(1,1)):
         kernel(R,T,f)
 
@@ -153,9 +215,7 @@ def rowskernel(f="q8_0"):
     w("\tMOVQ a_base+32(FP), R10")
     w("\tMOVQ out_base+72(FP), DI")
     w("\tMOVQ nrows+64(FP), R9")
-    w(f"\tMOVL {CONST[f]}, DX")
-    w("\tVMOVD DX, X11")
-    w("\tVPBROADCASTD X11, Z11")
+    consts(f)
     w("\tTESTQ R9, R9")
     lbl=name.lower()
     w(f"\tJEQ {lbl}end")
@@ -192,8 +252,8 @@ def rowskernel(f="q8_0"):
     w("\tVZEROUPPER")
     w("\tRET")
     w("")
-rowskernel()
-rowskernel("q4_0")
+for f in FORMATS:
+    rowskernel(f)
 w("""// func reduceQ8x12AVX2(acc *[192]float32, out *[12]float32)
 // out[i] = reduceLanes of acc[16i:16i+16]: the second eight accumulators
 // added onto the first, the upper four onto the lower four, then two
