@@ -14,12 +14,15 @@
 //
 // Conventions: weights keep their file dtype in memory (f32, f16, bf16,
 // and GGML's quantized blocks: q8_0, q4_0, q4_1, q5_0, q5_1, q2_k ... q6_k,
-// iq4_nl, iq4_xs, mixed freely in one file) and are multiplied by float32
-// activations with AVX2/FMA/F16C kernels on amd64 (portable Go elsewhere,
-// or with -tags purego; q4_0, iq4_nl, iq4_xs, q4_k, q5_k and q6_k have
-// AVX2 kernels too, the other quantized types are dequantized a block at a
-// time in Go and dotted by the float32 kernel), spread
-// over a process-wide pool of GOMAXPROCS-1 workers plus the caller.
+// iq4_nl, iq4_xs, mixed freely in one file, memory-mapped). f32, f16 and
+// bf16 are multiplied by float32 activations with AVX2/FMA/F16C (and
+// AVX-512) kernels on amd64; every quantized type, on a CPU with AVX-512
+// VNNI, by activations rounded to 8 bits as llama.cpp rounds them (q32.go,
+// q8act.go, q8k.go, iq4xs.go). Without VNNI, and everywhere with -tags
+// purego, the quantized types take float32 activations too (AVX2 kernels
+// for q8_0, q4_0, iq4_nl, iq4_xs and the k-quants; q4_1, q5_0 and q5_1
+// dequantized a block at a time in Go). Products are spread over a
+// process-wide pool of GOMAXPROCS-1 workers plus the caller.
 // Attention caches are float32 (sliding-window blocks still get full-length
 // caches; ModelInfo.BlockCacheBytes is what they need). RoPE rotates
 // adjacent pairs (llama2.c and llama GGUF layout); q/k weights stored in

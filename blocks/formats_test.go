@@ -135,8 +135,8 @@ func TestSynthQuantized(t *testing.T) {
 			require.Equal(t, c.DType, q.model.Info().DType)
 			want := logitsOf(t, load(t, paths["llama2c-v0"]), testTokens)
 			got := logitsOf(t, q, testTokens)
-			switch c.DType { // q4_0 .. q5_1, iq4_nl, q2_k .. q6_k and q4_k_m: 8-bit activations
-			case swarm.DTypeQ4_0, swarm.DTypeQ4_1, swarm.DTypeQ5_0, swarm.DTypeQ5_1, swarm.DTypeIQ4_NL, swarm.DTypeQ2_K, swarm.DTypeQ3_K, swarm.DTypeQ4_K, swarm.DTypeQ5_K, swarm.DTypeQ6_K:
+			switch c.DType { // q4_0 .. q5_1, iq4_nl, iq4_xs, q2_k .. q6_k and q4_k_m: 8-bit activations
+			case swarm.DTypeQ4_0, swarm.DTypeQ4_1, swarm.DTypeQ5_0, swarm.DTypeQ5_1, swarm.DTypeIQ4_NL, swarm.DTypeIQ4_XS, swarm.DTypeQ2_K, swarm.DTypeQ3_K, swarm.DTypeQ4_K, swarm.DTypeQ5_K, swarm.DTypeQ6_K:
 				requireEightBitClose(t, want, got)
 				return
 			}

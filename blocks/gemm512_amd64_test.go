@@ -206,11 +206,12 @@ func TestKQuantKernelsMatchGo(t *testing.T) {
 		lanes func(w, a []byte, nsb int, acc *[q8Lanes]float32)
 	}
 	for dt, k := range map[swarm.DType]kernels{
-		swarm.DTypeQ4_K: {q4_KTilesAVX512, q4_KRowsAVX512, q4_KLanes},
-		swarm.DTypeQ5_K: {q5_KTilesAVX512, q5_KRowsAVX512, q5_KLanes},
-		swarm.DTypeQ3_K: {q3_KTilesAVX512, q3_KRowsAVX512, q3_KLanes},
-		swarm.DTypeQ2_K: {q2_KTilesAVX512, q2_KRowsAVX512, q2_KLanes},
-		swarm.DTypeQ6_K: {q6_KTilesAVX512, q6_KRowsAVX512, q6_KLanes},
+		swarm.DTypeQ4_K:   {q4_KTilesAVX512, q4_KRowsAVX512, q4_KLanes},
+		swarm.DTypeQ5_K:   {q5_KTilesAVX512, q5_KRowsAVX512, q5_KLanes},
+		swarm.DTypeQ3_K:   {q3_KTilesAVX512, q3_KRowsAVX512, q3_KLanes},
+		swarm.DTypeQ2_K:   {q2_KTilesAVX512, q2_KRowsAVX512, q2_KLanes},
+		swarm.DTypeQ6_K:   {q6_KTilesAVX512, q6_KRowsAVX512, q6_KLanes},
+		swarm.DTypeIQ4_XS: {iq4_xsTilesAVX512, iq4_xsRowsAVX512, iq4_XSLanes},
 	} {
 		rng := rand.New(rand.NewPCG(15, 16))
 		for _, cols := range []int{256, 1024} {

@@ -199,6 +199,45 @@ func q6_Kx1x12AVX512(w []byte, a []byte, lda int, nsb int, acc *[3 * 4 * q8Lanes
 //go:noescape
 func q6_KRowsAVX512(w []byte, ldw int, a []byte, units int, nrows int, out []float32)
 
+//go:noescape
+func iq4_xsx1x1AVX512(w []byte, a []byte, lda int, nsb int, acc *[3 * 4 * q8Lanes]float32, zero bool, out []float32, ldo int)
+
+//go:noescape
+func iq4_xsx1x2AVX512(w []byte, a []byte, lda int, nsb int, acc *[3 * 4 * q8Lanes]float32, zero bool, out []float32, ldo int)
+
+//go:noescape
+func iq4_xsx1x3AVX512(w []byte, a []byte, lda int, nsb int, acc *[3 * 4 * q8Lanes]float32, zero bool, out []float32, ldo int)
+
+//go:noescape
+func iq4_xsx1x4AVX512(w []byte, a []byte, lda int, nsb int, acc *[3 * 4 * q8Lanes]float32, zero bool, out []float32, ldo int)
+
+//go:noescape
+func iq4_xsx1x5AVX512(w []byte, a []byte, lda int, nsb int, acc *[3 * 4 * q8Lanes]float32, zero bool, out []float32, ldo int)
+
+//go:noescape
+func iq4_xsx1x6AVX512(w []byte, a []byte, lda int, nsb int, acc *[3 * 4 * q8Lanes]float32, zero bool, out []float32, ldo int)
+
+//go:noescape
+func iq4_xsx1x7AVX512(w []byte, a []byte, lda int, nsb int, acc *[3 * 4 * q8Lanes]float32, zero bool, out []float32, ldo int)
+
+//go:noescape
+func iq4_xsx1x8AVX512(w []byte, a []byte, lda int, nsb int, acc *[3 * 4 * q8Lanes]float32, zero bool, out []float32, ldo int)
+
+//go:noescape
+func iq4_xsx1x9AVX512(w []byte, a []byte, lda int, nsb int, acc *[3 * 4 * q8Lanes]float32, zero bool, out []float32, ldo int)
+
+//go:noescape
+func iq4_xsx1x10AVX512(w []byte, a []byte, lda int, nsb int, acc *[3 * 4 * q8Lanes]float32, zero bool, out []float32, ldo int)
+
+//go:noescape
+func iq4_xsx1x11AVX512(w []byte, a []byte, lda int, nsb int, acc *[3 * 4 * q8Lanes]float32, zero bool, out []float32, ldo int)
+
+//go:noescape
+func iq4_xsx1x12AVX512(w []byte, a []byte, lda int, nsb int, acc *[3 * 4 * q8Lanes]float32, zero bool, out []float32, ldo int)
+
+//go:noescape
+func iq4_xsRowsAVX512(w []byte, ldw int, a []byte, units int, nrows int, out []float32)
+
 // q2_KTilesAVX512[T] is the kernel of one Q2_K row and T inputs.
 var q2_KTilesAVX512 = [13]func(w []byte, a []byte, lda int, nsb int, acc *[3 * 4 * q8Lanes]float32, zero bool, out []float32, ldo int){
 	nil,
@@ -282,4 +321,21 @@ var q6_KTilesAVX512 = [13]func(w []byte, a []byte, lda int, nsb int, acc *[3 * 4
 	q6_Kx1x10AVX512,
 	q6_Kx1x11AVX512,
 	q6_Kx1x12AVX512,
+}
+
+// iq4_xsTilesAVX512[T] is the kernel of one IQ4_XS row and T inputs.
+var iq4_xsTilesAVX512 = [13]func(w []byte, a []byte, lda int, nsb int, acc *[3 * 4 * q8Lanes]float32, zero bool, out []float32, ldo int){
+	nil,
+	iq4_xsx1x1AVX512,
+	iq4_xsx1x2AVX512,
+	iq4_xsx1x3AVX512,
+	iq4_xsx1x4AVX512,
+	iq4_xsx1x5AVX512,
+	iq4_xsx1x6AVX512,
+	iq4_xsx1x7AVX512,
+	iq4_xsx1x8AVX512,
+	iq4_xsx1x9AVX512,
+	iq4_xsx1x10AVX512,
+	iq4_xsx1x11AVX512,
+	iq4_xsx1x12AVX512,
 }

@@ -23,8 +23,12 @@ import (
 //	bytes   0..63   q_i of block 2p, then of block 2p+1, as int8
 //	bytes  64..127  c_j = -128 * (q_4j + ... + q_4j+3), int32, 8 per block
 //	bytes 128..191  d of block 2p eight times, then d of block 2p+1 eight
-//	                times, float32 (llama.cpp rounds d to binary16; float32
-//	                keeps large activations finite)
+//	                times, float32: d rounded to binary16, as llama.cpp's
+//	                block_q8_0 and block_q8_1 store it (so that the products
+//	                agree with llama.cpp's to float32 rounding: its Q4_0
+//	                and Q8_0 llama logits to 5e-7), unless it is beyond
+//	                binary16's range (|x| over 8.3e6), where llama.cpp's
+//	                would be infinite and ours stays float32
 //	bytes 192..255  not read (a pair stays 256 bytes, whole cache lines)
 //
 // An odd last block is paired with a block of zeros (q, c and d all 0).
@@ -102,7 +106,10 @@ func quantizeRowQ8(dst []byte, x []float32) {
 	for b := range nb {
 		xs := x[b*q8BlockSize : (b+1)*q8BlockSize : (b+1)*q8BlockSize]
 		pair, h := dst[(b/2)*q8ActPairBytes:(b/2+1)*q8ActPairBytes], b%2
-		d, id := q8Scale(xs)
+		d, id := q8Scale(xs) // q from the unrounded d, as quantize_row_q8_0
+		if h := f16Table()[f32ToF16(d)]; !math.IsInf(float64(h), 0) {
+			d = h
+		}
 		for j := range 8 {
 			var s int32
 			for k := range 4 {
@@ -232,6 +239,7 @@ var q8Dtypes = map[swarm.DType]*q8Products{
 	swarm.DTypeQ2_K:   {acts: actsK, unitBlocks: 8, unitBytes: q2KBlockBytes, actUnitBytes: q8KBlockBytes, tileK: q2_KTile, dot: dotQ2_KQ8K, rows: q2_KRows},
 	swarm.DTypeQ3_K:   {acts: actsK, unitBlocks: 8, unitBytes: q3KBlockBytes, actUnitBytes: q8KBlockBytes, tileK: q3_KTile, dot: dotQ3_KQ8K, rows: q3_KRows},
 	swarm.DTypeQ5_K:   {acts: actsK, unitBlocks: 8, unitBytes: q5KBlockBytes, actUnitBytes: q8KBlockBytes, tileK: q5_KTile, dot: dotQ5_KQ8K, rows: q5_KRows},
+	swarm.DTypeIQ4_XS: {acts: actsK, unitBlocks: 8, unitBytes: iq4XSBlockBytes, actUnitBytes: q8KBlockBytes, tileK: iq4_XSTile, dot: dotIQ4_XSQ8K, rows: iq4_XSRows},
 	swarm.DTypeQ6_K:   {acts: actsK, unitBlocks: 8, unitBytes: q6KBlockBytes, actUnitBytes: q8KBlockBytes, tileK: q6_KTile, dot: dotQ6_KQ8K, rows: q6_KRows},
 }
 

@@ -117,6 +117,16 @@ func q6_KTile(w []byte, a []byte, lda, nsb, T int, acc *[3 * 4 * q8Lanes]float32
 	kTile(&q6_KTilesAVX512, q6KBlockBytes, q6_KLanes, w, a, lda, nsb, T, acc, zero, out, ldo)
 }
 
+// iq4_XSTile is q6_KTile for IQ4_XS rows, exactly as iq4_XSLanes would.
+func iq4_XSTile(w []byte, a []byte, lda, nsb, T int, acc *[3 * 4 * q8Lanes]float32, zero bool, out []float32, ldo int) {
+	kTile(&iq4_xsTilesAVX512, iq4XSBlockBytes, iq4_XSLanes, w, a, lda, nsb, T, acc, zero, out, ldo)
+}
+
+// iq4_XSRows is q6_KRows for IQ4_XS rows, as iq4_XSDotGo would.
+func iq4_XSRows(w []byte, ldw int, a []byte, nsb int, out []float32) {
+	kRows(iq4_xsRowsAVX512, iq4XSBlockBytes, iq4_XSLanes, w, ldw, a, nsb, out)
+}
+
 // q6_KRows sets out[r] to the product of Q6_K row r (ldw bytes apart)
 // and the Q8_K input a, as q6_KDotGo would.
 func q6_KRows(w []byte, ldw int, a []byte, nsb int, out []float32) {

@@ -34,6 +34,16 @@ func q6_KRows(w []byte, ldw int, a []byte, nsb int, out []float32) {
 	rowsGo(q6_KDotGo, w, ldw, a, nsb, out)
 }
 
+// iq4_XSTile and iq4_XSRows are the portable IQ4_XS kernels (used by the
+// tests).
+func iq4_XSTile(w []byte, a []byte, lda, nsb, T int, acc *[3 * 4 * q8Lanes]float32, zero bool, out []float32, ldo int) {
+	kTileGo(iq4_XSLanes, w, a, lda, nsb, T, acc, zero, out, ldo)
+}
+
+func iq4_XSRows(w []byte, ldw int, a []byte, nsb int, out []float32) {
+	rowsGo(iq4_XSDotGo, w, ldw, a, nsb, out)
+}
+
 // q5_KTile and q5_KRows are the portable Q5_K kernels (used by the tests).
 func q5_KTile(w []byte, a []byte, lda, nsb, T int, acc *[3 * 4 * q8Lanes]float32, zero bool, out []float32, ldo int) {
 	kTileGo(q5_KLanes, w, a, lda, nsb, T, acc, zero, out, ldo)

@@ -14,8 +14,10 @@ import (
 // TestQuantizeRowQ8 checks the activation layout against values worked by
 // hand: a block whose largest magnitude is 2.54 gets d = 0.02, so 2.54 ->
 // 127, -1.27 -> -63.5 -> -64 (ties to even), 0.01 -> 0.5 -> 0; lane sums
-// times -128; d eight times per block; an all-zero block gets zeros, and
-// the odd third block's partner stays zero.
+// times -128; d eight times per block, rounded to binary16 as llama.cpp
+// stores it (0.02 -> 1.2802734375 * 2^-6, 1/127 -> 1.0078125 * 2^-7); an
+// all-zero block gets zeros, and the odd third block's partner stays zero.
+// A d beyond binary16's range (1e7 / 127) stays float32.
 func TestQuantizeRowQ8(t *testing.T) {
 	x := make([]float32, 96)
 	x[0], x[1], x[2], x[5] = 2.54, -1.27, 0.01, 0.3
@@ -35,9 +37,9 @@ func TestQuantizeRowQ8(t *testing.T) {
 		return math.Float32frombits(binary.LittleEndian.Uint32(dst[p*q8ActPairBytes+128+4*j:]))
 	}
 	for j := range 8 {
-		require.InDelta(t, 0.02, d(0, j), 1e-7, "d of block 0, copy %d", j)
+		require.Equal(t, float32(0.0200042724609375), d(0, j), "d of block 0, copy %d", j)
 		require.Zero(t, d(0, 8+j), "d of the zero block 1")
-		require.InDelta(t, 1.0/127, d(1, j), 1e-9, "d of block 2")
+		require.Equal(t, float32(0.00787353515625), d(1, j), "d of block 2")
 		require.Zero(t, d(1, 8+j), "d of block 2's zero partner")
 		require.Zero(t, c(1, 8+j), "c of block 2's zero partner")
 	}
@@ -47,6 +49,11 @@ func TestQuantizeRowQ8(t *testing.T) {
 		require.Zero(t, dst[i], "q byte %d of the zero block", i)
 		require.Zero(t, dst[q8ActPairBytes+i], "q byte %d of the zero partner", i)
 	}
+	big := make([]float32, 32)
+	big[3] = 1e7
+	quantizeRowQ8(dst, big)
+	require.Equal(t, float32(1e7)/127, d(0, 0), "d over binary16's range")
+	require.Equal(t, int8(127), q(3))
 }
 
 // TestDotQ8_0Q8 compares the Q8_0 x Q8 product with the float64 sum of the
@@ -107,6 +114,7 @@ func TestMulRowsQ8MatchesDot(t *testing.T) {
 		{swarm.DTypeQ3_K, []int{256, 1280}},
 		{swarm.DTypeQ2_K, []int{256, 1280}},
 		{swarm.DTypeQ6_K, []int{256, 1280}},
+		{swarm.DTypeIQ4_XS, []int{256, 1280}},
 	} {
 		k := q8Dtypes[tc.dt]
 		for _, cols := range tc.cols {
@@ -144,7 +152,7 @@ func TestMulRowsQ8MatchesDot(t *testing.T) {
 // (tolerance: float32 rounding over 8 blocks), and with the product of the
 // float32 activations (tolerance: the 8-bit rounding of the activations).
 func TestDotK8(t *testing.T) {
-	for _, dt := range []swarm.DType{swarm.DTypeQ2_K, swarm.DTypeQ3_K, swarm.DTypeQ4_K, swarm.DTypeQ5_K, swarm.DTypeQ6_K} {
+	for _, dt := range []swarm.DType{swarm.DTypeQ2_K, swarm.DTypeQ3_K, swarm.DTypeQ4_K, swarm.DTypeQ5_K, swarm.DTypeQ6_K, swarm.DTypeIQ4_XS} {
 		t.Run(dt.String(), func(t *testing.T) { dotK8(t, dt) })
 	}
 }

@@ -33,7 +33,12 @@ NEG4 = 1728    # int16 -4 (16 of them)
 SH3Q = 1760    # Q3_K scale unpacking: qword shifts [0, 4]
 SH3D = 1776    # Q3_K scale unpacking: dword shifts [0, 2, 4, 6]
 B20 = 1792     # bytes of 0x20 (16)
-CONST_BYTES = 1808
+IQSL = 1808    # IQ4_XS: dword shifts of scales_l for groups 0-7 (4g)
+IQSH = 1840    # IQ4_XS: dword shifts of scales_h for groups 0-7 (2g)
+IQ32 = 1872    # IQ4_XS: dword 32 (8 of them)
+IQIDX = 1904   # IQ4_XS: VPERMD indexes spreading group scales 2c, 2c+1 over chunk c (4 x 64)
+LEVELS = 2160  # IQ4_XS: kvalues_iq4nl + 128 as unsigned bytes (16)
+CONST_BYTES = 2176
 PF = 4096  # prefetch distance, bytes (2048 and 1024 measured slower on decode)
 
 
@@ -89,6 +94,16 @@ def consts():
         b[SH3D + 4 * i] = 2 * i
     for i in range(16):
         b[B20 + i] = 0x20
+    for g in range(8):
+        b[IQSL + 4 * g] = 4 * g
+        b[IQSH + 4 * g] = 2 * g
+        b[IQ32 + 4 * g] = 32
+    for c in range(4):
+        for j in range(16):
+            b[IQIDX + 64 * c + 4 * j] = 2 * c + j // 8
+    levels = [-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113]
+    for i, v in enumerate(levels):
+        b[LEVELS + i] = v + 128
     return b
 
 
@@ -101,30 +116,32 @@ w('//go:build amd64 && !purego')
 w('')
 w('#include "textflag.h"')
 w('')
-w('''// K-quant weights (Q2_K, Q3_K, Q4_K, Q5_K, Q6_K) times Q8_K activations (q8k.go, q4k.go,
-// q6k.go) with AVX-512 BW and VNNI: per block of 256 weights and output,
-// the integers of q2_KLanes .. q6_KLanes (VPMADDUBSW of the weights'
-// unsigned values with the activations' q, VPDPWSSD with the group
-// scales as 16-bit integers), then their float32 steps in their order.
-// Chunk c of a block (64 weights) fills one 512-bit register.
+w('''// K-quant weights (Q2_K, Q3_K, Q4_K, Q5_K, Q6_K) and IQ4_XS times Q8_K activations
+// (q8k.go, q4k.go, q6k.go, iq4xs.go) with AVX-512 BW and VNNI: per block of
+// 256 weights and output, the integers of q2_KLanes .. q6_KLanes
+// (VPMADDUBSW of the weights' unsigned values with the activations' q,
+// VPDPWSSD with the group scales as 16-bit integers; IQ4_XS: VPDPBUSD of
+// its levels + 128 with q, times the group scale with VPMULLD, after a
+// start of -128 * (scales . bsums)), then their float32 steps in their
+// order. Chunk c of a block (64 weights) fills one 512-bit register.
 //
 // func q4_Kx1xTAVX512(w []byte, a []byte, lda int, nsb int, acc *[192]float32, zero bool, out []float32, ldo int), T = 1..12
-// func q2_Kx1xTAVX512, q3_..., q5_..., q6_Kx1xTAVX512 (...same...)
+// func q2_Kx1xTAVX512, q3_..., q5_..., q6_Kx1xTAVX512, iq4_xsx1xTAVX512 (...same...)
 // One row w times inputs t < T at a[t*lda:], nsb blocks of 256; acc
 // holds output t's 16 accumulators at t*16, loaded first (or zeros when
 // zero is set) and stored back, or, when out is not empty, reduced
 // (reduceLanes) into out[t*ldo] instead of stored. A row's scales are
 // unpacked once per block for all T inputs.
 // func q4_KRowsAVX512(w []byte, ldw int, a []byte, units int, nrows int, out []float32)
-// func q2_KRowsAVX512, q3_..., q5_..., q6_KRowsAVX512 (...same...)
+// func q2_KRowsAVX512, q3_..., q5_..., q6_KRowsAVX512, iq4_xsRowsAVX512 (...same...)
 // out[r] = reduceLanes of the accumulators of row r (at w[r*ldw:]) times
 // input a, for r < nrows: the T = 1 body, row after row.
 //
 // Registers: Z0 a chunk of the row's weights, Z1 the VPMADDUBSW
 // products, Z2-Z5 the row's 16-bit scales of chunks 0-3 (a 64-byte
 // vector each, VPDPWSSD's multiplier), Z6-Z17 the integer sums I of
-// output t at Z(6+t), Z18-Z29 its accumulators, Z30 Q4_K's shift counts,
-// Z31 bytes of 0x0F; Z6-Z8 are the scale unpacking's temporaries (before
+// output t at Z(6+t), Z18-Z29 its accumulators, Z30 Q4_K's shift counts
+// (IQ4_XS: its levels + 128), Z31 bytes of 0x0F; Z6-Z8 are the scale unpacking's temporaries (before
 // any I of the block is written). SI the row, BX the weight offset;
 // inputs 0-5 from R10 and 6-11 from DI, with R11 = lda, R12 = 3*lda,
 // R13 = 5*lda as indexes; CX blocks left; R9 a 64-byte aligned scratch on
@@ -137,7 +154,20 @@ for i in range(0, CONST_BYTES, 8):
 w(f"GLOBL ·kqConst(SB), RODATA|NOPTR, ${CONST_BYTES}")
 w("")
 
-UNIT = {'q2': 84, 'q3': 110, 'q4': 144, 'q5': 176, 'q6': 210}
+UNIT = {'q2': 84, 'q3': 110, 'q4': 144, 'q5': 176, 'q6': 210, 'iq4_xs': 136}
+KINDS = ('q2', 'q3', 'q4', 'q5', 'q6', 'iq4_xs')
+
+
+def tilename(kind, T):
+    return f"{kind}_Kx1x{T}AVX512" if kind[0] == 'q' else f"{kind}x1x{T}AVX512"
+
+
+def rowsname(kind):
+    return f"{kind}_KRowsAVX512" if kind[0] == 'q' else f"{kind}RowsAVX512"
+
+
+def tablename(kind):
+    return f"{kind}_KTilesAVX512" if kind[0] == 'q' else f"{kind}TilesAVX512"
 MAXT = 12
 
 
@@ -159,8 +189,34 @@ def inp(t, off):
 def prologue(kind):
     """Unpacks the row's scales of the current block into Z2-Z5 (and Q4_K's
     doubled minimums into the scratch)."""
-    for p in range({'q2': 2, 'q3': 2, 'q4': 3, 'q5': 3, 'q6': 4}[kind]):
+    for p in range({'q2': 2, 'q3': 2, 'q4': 3, 'q5': 3, 'q6': 4, 'iq4_xs': 3}[kind]):
         w(f"\tPREFETCHT0 {PF + 64 * p}(SI)(BX*1)")
+    if kind == 'iq4_xs':
+        # Group g's scale ls - 32: bits 4(g%2).. of scales_l[g/2] and
+        # 2g..2g+1 of scales_h at 4-5, in dword g of Y6; Y1 holds -128 times
+        # it in both 16-bit halves (the bsums term); chunk c's register
+        # spreads groups 2c (lanes 0-7) and 2c+1 (8-15).
+        w("\tVPBROADCASTD 4(SI)(BX*1), Y6")
+        w(f"\tVPSRLVD ·kqConst+{IQSL}(SB), Y6, Y6")
+        w("\tVPSLLD $28, Y6, Y6")
+        w("\tVPSRLD $28, Y6, Y6")
+        w("\tVPBROADCASTD 2(SI)(BX*1), Y7")
+        w(f"\tVPSRLVD ·kqConst+{IQSH}(SB), Y7, Y7")
+        w("\tVPSLLD $30, Y7, Y7")
+        w("\tVPSRLD $26, Y7, Y7")
+        w("\tVPOR Y7, Y6, Y6")
+        w(f"\tVPSUBD ·kqConst+{IQ32}(SB), Y6, Y6")
+        w("\tVPSLLD $7, Y6, Y7")
+        w("\tVPXOR Y8, Y8, Y8")
+        w("\tVPSUBD Y7, Y8, Y7")
+        w("\tVPSLLD $16, Y7, Y8")
+        w("\tVPSLLD $16, Y7, Y7")
+        w("\tVPSRLD $16, Y7, Y7")
+        w("\tVPOR Y8, Y7, Y1")
+        for c in range(4):
+            w(f"\tVMOVDQU64 ·kqConst+{IQIDX + 64 * c}(SB), Z7")
+            w(f"\tVPERMD Z6, Z7, Z{2 + c}")
+        return
     if kind == 'q2':
         # Scales (low nibbles) widened into Z6 for the spreads below, the
         # minimums (high nibbles) widened into the scratch.
@@ -218,6 +274,17 @@ def prologue(kind):
 
 def weights(kind, c):
     """Loads chunk c of the row's weights into Z0 as unsigned bytes."""
+    if kind == 'iq4_xs':
+        # Groups 2c and 2c+1 (qs[32c:32c+32]): nibbles in element order,
+        # then their levels + 128 (Z30); Z1 is free until the inputs' sums.
+        w(f"\tVMOVDQU {8 + 32 * c}(SI)(BX*1), Y0")
+        w("\tVPSRLW $4, Y0, Y1")
+        w("\tVPANDD Z31, Z0, Z0")
+        w("\tVPANDD Z31, Z1, Z1")
+        w("\tVINSERTI64X4 $1, Y1, Z0, Z0")
+        w("\tVSHUFI64X2 $0xD8, Z0, Z0, Z0")
+        w("\tVPSHUFB Z0, Z30, Z0")
+        return
     if kind in ('q4', 'q5'):
         w(f"\tVBROADCASTI64X4 {(16 if kind == 'q4' else 48) + 32 * c}(SI)(BX*1), Z0")
         w("\tVPSRLVW Z30, Z0, Z0")
@@ -259,12 +326,22 @@ def weights(kind, c):
 def block(kind, T):
     """One block of 256 weights of the row for T inputs."""
     prologue(kind)
-    if kind in ('q3', 'q6'):
-        # I starts at -32 (Q3_K: -4) * (sc . bsums); Y1 holds -32 * sc.
+    if kind in ('q3', 'q6', 'iq4_xs'):
+        # I starts at -32 (Q3_K: -4, IQ4_XS: -128) * (sc . bsums); Y1 holds
+        # -32 * sc.
         for t in range(T):
             w(f"\tVPMADDWD {inp(t, 256)}, Y1, {isum(t).replace('Z', 'Y')}")
     for c in range(4):
         weights(kind, c)
+        if kind == 'iq4_xs':
+            # Lane j: sum_k (level + 128) q over elements 4j..4j+3 of the
+            # chunk, times its group's scale.
+            for t in range(T):
+                w("\tVPXORD Z1, Z1, Z1")
+                w(f"\tVPDPBUSD {inp(t, 64 * c)}, Z0, Z1")
+                w(f"\tVPMULLD Z{2 + c}, Z1, Z1")
+                w(f"\tVPADDD Z1, {isum(t)}, {isum(t)}")
+            continue
         for t in range(T):
             w(f"\tVPMADDUBSW {inp(t, 64 * c)}, Z0, Z1")
             op = "VPMADDWD" if kind in ('q2', 'q4', 'q5') and c == 0 else "VPDPWSSD"
@@ -287,7 +364,7 @@ def block(kind, T):
             w(f"\tVFNMADD231PS Z2, Z4, {I}")
             w(f"\tVFMADD231PS.BCST {inp(t, 288)}, {I}, {acc(t)}")
         return
-    w(f"\tVPBROADCASTW {108 if kind == 'q3' else 208}(SI)(BX*1), X0")
+    w(f"\tVPBROADCASTW {dict(q3=108, q6=208, iq4_xs=0)[kind]}(SI)(BX*1), X0")
     w("\tVCVTPH2PS X0, X0")
     w("\tVBROADCASTSS X0, Z1")
     for t in range(T):
@@ -299,6 +376,8 @@ def block(kind, T):
 
 def setup_consts(kind):
     w(f"\tVMOVDQU64 ·kqConst+{B0F}(SB), Z31")
+    if kind == 'iq4_xs':
+        w(f"\tVBROADCASTI32X4 ·kqConst+{LEVELS}(SB), Z30")
     if kind in ('q4', 'q5'):
         w(f"\tVMOVDQU64 ·kqConst+{SHIFT4}(SB), Z30")
     w("\tLEAQ 63(SP), R9")
@@ -325,7 +404,7 @@ def reduce(z, dst):
 
 
 def tile(kind, T):
-    name = f"{kind}_Kx1x{T}AVX512"
+    name = tilename(kind, T)
     lbl = name.lower()
     w(f"// func {name}(w []byte, a []byte, lda int, nsb int, acc *[192]float32, zero bool, out []float32, ldo int)")
     w(f"TEXT ·{name}(SB), $96-112")
@@ -379,7 +458,7 @@ def tile(kind, T):
 
 
 def rows(kind):
-    name = f"{kind}_KRowsAVX512"
+    name = rowsname(kind)
     lbl = name.lower()
     w(f"// func {name}(w []byte, ldw int, a []byte, units int, nrows int, out []float32)")
     w(f"TEXT ·{name}(SB), $96-96")
@@ -410,7 +489,7 @@ def rows(kind):
     w("")
 
 
-for kind in ('q2', 'q3', 'q4', 'q5', 'q6'):
+for kind in KINDS:
     for T in range(1, MAXT + 1):
         tile(kind, T)
     rows(kind)
@@ -419,20 +498,21 @@ open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "kquant_amd6
 # The Go declarations of the kernels and their tables by T.
 go = ["// Code generated by blocks/asmgen/kquant.py; DO NOT EDIT.", "",
       "//go:build amd64 && !purego", "", "package blocks", ""]
-for kind in ('q2', 'q3', 'q4', 'q5', 'q6'):
+for kind in KINDS:
     for T in range(1, MAXT + 1):
         go.append("//go:noescape")
-        go.append(f"func {kind}_Kx1x{T}AVX512(w []byte, a []byte, lda int, nsb int, acc *[3 * 4 * q8Lanes]float32, zero bool, out []float32, ldo int)")
+        go.append(f"func {tilename(kind, T)}(w []byte, a []byte, lda int, nsb int, acc *[3 * 4 * q8Lanes]float32, zero bool, out []float32, ldo int)")
         go.append("")
     go.append("//go:noescape")
-    go.append(f"func {kind}_KRowsAVX512(w []byte, ldw int, a []byte, units int, nrows int, out []float32)")
+    go.append(f"func {rowsname(kind)}(w []byte, ldw int, a []byte, units int, nrows int, out []float32)")
     go.append("")
-for kind in ('q2', 'q3', 'q4', 'q5', 'q6'):
-    go.append(f"// {kind}_KTilesAVX512[T] is the kernel of one {kind.upper()}_K row and T inputs.")
-    go.append(f"var {kind}_KTilesAVX512 = [{MAXT + 1}]func(w []byte, a []byte, lda int, nsb int, acc *[3 * 4 * q8Lanes]float32, zero bool, out []float32, ldo int){{")
+for kind in KINDS:
+    label = f"{kind.upper()}_K" if kind[0] == 'q' else kind.upper()
+    go.append(f"// {tablename(kind)}[T] is the kernel of one {label} row and T inputs.")
+    go.append(f"var {tablename(kind)} = [{MAXT + 1}]func(w []byte, a []byte, lda int, nsb int, acc *[3 * 4 * q8Lanes]float32, zero bool, out []float32, ldo int){{")
     go.append("\tnil,")
     for T in range(1, MAXT + 1):
-        go.append(f"\t{kind}_Kx1x{T}AVX512,")
+        go.append(f"\t{tilename(kind, T)},")
     go.append("}")
     go.append("")
 open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "kquant_amd64.go"), "w").write("\n".join(go))
