@@ -21,29 +21,24 @@ func iq4XSScales(blk []byte) (s [8]int32) {
 // input a over nsb blocks of 256: the portable kernel, and the integers
 // the VNNI kernels compute (kquant_amd64.s). Element e of a block is the
 // level (iq4Levels) of nibble e%32 of group e/32's 16 bytes qs[16g:]. Per
-// block, lane j < 8 starts at -128 * s_j * (bsums_2j + bsums_2j+1) (the
-// kernels multiply the unsigned levels + 128, so this takes the 128 back
-// off group j's sum); then chunk c (elements 64c..64c+63) adds to lane j
-// s_{2c+j/8} * sum_{k<4} (level + 128) q over elements 64c+4j+k; the lane
+// block, chunk c (elements 64c..64c+63) adds to lane j s_{2c+j/8} * sum_{k<4}
+// level * q over elements 64c+4j+k (the kernels multiply |level| by q
+// with the level's sign, in 16-bit pairs that cannot overflow); the lane
 // ends as float32(I) * d fused-multiply-added with dx, as for Q6_K.
 func iq4_XSLanes(w, a []byte, nsb int, acc *[q8Lanes]float32) {
 	t := f16Table()
 	for S := range nsb {
 		blk := w[S*iq4XSBlockBytes : (S+1)*iq4XSBlockBytes : (S+1)*iq4XSBlockBytes]
-		q, bsums, dx := q8KBlock(a[S*q8KBlockBytes : (S+1)*q8KBlockBytes])
+		q, _, dx := q8KBlock(a[S*q8KBlockBytes : (S+1)*q8KBlockBytes])
 		d := t[binary.LittleEndian.Uint16(blk)]
 		s := iq4XSScales(blk)
 		var isum [q8Lanes]int32
-		for j := range 8 {
-			isum[j] = -128 * s[j] * (bsums[2*j] + bsums[2*j+1])
-		}
 		for c := range 4 {
 			for j := range q8Lanes {
 				var l int32
 				for k := range 4 {
 					e := 64*c + 4*j + k
-					lev := int32(iq4Levels[nibble(blk[8+16*(e/32):], e%32)])
-					l += (lev + 128) * int32(int8(q[e]))
+					l += int32(iq4Levels[nibble(blk[8+16*(e/32):], e%32)]) * int32(int8(q[e]))
 				}
 				isum[j] += s[2*c+j/8] * l
 			}

@@ -37,7 +37,7 @@ IQSL = 1808    # IQ4_XS: dword shifts of scales_l for groups 0-7 (4g)
 IQSH = 1840    # IQ4_XS: dword shifts of scales_h for groups 0-7 (2g)
 IQ32 = 1872    # IQ4_XS: dword 32 (8 of them)
 IQIDX = 1904   # IQ4_XS: VPERMD indexes spreading group scales 2c, 2c+1 over chunk c (4 x 64)
-LEVELS = 2160  # IQ4_XS: kvalues_iq4nl + 128 as unsigned bytes (16)
+LEVELS = 2160  # IQ4_XS: kvalues_iq4nl as signed bytes (16)
 CONST_BYTES = 2176
 PF = 4096  # prefetch distance, bytes (2048 and 1024 measured slower on decode)
 
@@ -103,7 +103,7 @@ def consts():
             b[IQIDX + 64 * c + 4 * j] = 2 * c + j // 8
     levels = [-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113]
     for i, v in enumerate(levels):
-        b[LEVELS + i] = v + 128
+        b[LEVELS + i] = v & 0xff
     return b
 
 
@@ -120,10 +120,9 @@ w('''// K-quant weights (Q2_K, Q3_K, Q4_K, Q5_K, Q6_K) and IQ4_XS times Q8_K act
 // (q8k.go, q4k.go, q6k.go, iq4xs.go) with AVX-512 BW and VNNI: per block of
 // 256 weights and output, the integers of q2_KLanes .. q6_KLanes
 // (VPMADDUBSW of the weights' unsigned values with the activations' q,
-// VPDPWSSD with the group scales as 16-bit integers; IQ4_XS: VPDPBUSD of
-// its levels + 128 with q, times the group scale with VPMULLD, after a
-// start of -128 * (scales . bsums)), then their float32 steps in their
-// order. Chunk c of a block (64 weights) fills one 512-bit register.
+// VPDPWSSD with the group scales as 16-bit integers; IQ4_XS: the levels'
+// magnitudes with q negated where a level is negative, so that
+// VPMADDUBSW cannot saturate), then their float32 steps in their order. Chunk c of a block (64 weights) fills one 512-bit register.
 //
 // func q4_Kx1xTAVX512(w []byte, a []byte, lda int, nsb int, acc *[192]float32, zero bool, out []float32, ldo int), T = 1..12
 // func q2_Kx1xTAVX512, q3_..., q5_..., q6_Kx1xTAVX512, iq4_xsx1xTAVX512 (...same...)
@@ -141,7 +140,7 @@ w('''// K-quant weights (Q2_K, Q3_K, Q4_K, Q5_K, Q6_K) and IQ4_XS times Q8_K act
 // products, Z2-Z5 the row's 16-bit scales of chunks 0-3 (a 64-byte
 // vector each, VPDPWSSD's multiplier), Z6-Z17 the integer sums I of
 // output t at Z(6+t), Z18-Z29 its accumulators, Z30 Q4_K's shift counts
-// (IQ4_XS: its levels + 128), Z31 bytes of 0x0F; Z6-Z8 are the scale unpacking's temporaries (before
+// (IQ4_XS: zeros; K1 the signs of a chunk's levels), Z31 bytes of 0x0F; Z6-Z8 are the scale unpacking's temporaries (before
 // any I of the block is written). SI the row, BX the weight offset;
 // inputs 0-5 from R10 and 6-11 from DI, with R11 = lda, R12 = 3*lda,
 // R13 = 5*lda as indexes; CX blocks left; R9 a 64-byte aligned scratch on
@@ -193,9 +192,9 @@ def prologue(kind):
         w(f"\tPREFETCHT0 {PF + 64 * p}(SI)(BX*1)")
     if kind == 'iq4_xs':
         # Group g's scale ls - 32: bits 4(g%2).. of scales_l[g/2] and
-        # 2g..2g+1 of scales_h at 4-5, in dword g of Y6; Y1 holds -128 times
-        # it in both 16-bit halves (the bsums term); chunk c's register
-        # spreads groups 2c (lanes 0-7) and 2c+1 (8-15).
+        # 2g..2g+1 of scales_h at 4-5, in dword g of Y6, then in both
+        # 16-bit halves of it; chunk c's register spreads groups 2c (lanes
+        # 0-7) and 2c+1 (8-15), as VPDPWSSD's multiplier.
         w("\tVPBROADCASTD 4(SI)(BX*1), Y6")
         w(f"\tVPSRLVD ·kqConst+{IQSL}(SB), Y6, Y6")
         w("\tVPSLLD $28, Y6, Y6")
@@ -206,13 +205,10 @@ def prologue(kind):
         w("\tVPSRLD $26, Y7, Y7")
         w("\tVPOR Y7, Y6, Y6")
         w(f"\tVPSUBD ·kqConst+{IQ32}(SB), Y6, Y6")
-        w("\tVPSLLD $7, Y6, Y7")
-        w("\tVPXOR Y8, Y8, Y8")
-        w("\tVPSUBD Y7, Y8, Y7")
-        w("\tVPSLLD $16, Y7, Y8")
-        w("\tVPSLLD $16, Y7, Y7")
-        w("\tVPSRLD $16, Y7, Y7")
-        w("\tVPOR Y8, Y7, Y1")
+        w("\tVPSLLD $16, Y6, Y7")
+        w("\tVPSLLD $16, Y6, Y6")
+        w("\tVPSRLD $16, Y6, Y6")
+        w("\tVPOR Y7, Y6, Y6")
         for c in range(4):
             w(f"\tVMOVDQU64 ·kqConst+{IQIDX + 64 * c}(SB), Z7")
             w(f"\tVPERMD Z6, Z7, Z{2 + c}")
@@ -276,14 +272,18 @@ def weights(kind, c):
     """Loads chunk c of the row's weights into Z0 as unsigned bytes."""
     if kind == 'iq4_xs':
         # Groups 2c and 2c+1 (qs[32c:32c+32]): nibbles in element order,
-        # then their levels + 128 (Z30); Z1 is free until the inputs' sums.
+        # then their levels (the table in Z1, which is free until the
+        # inputs' products), as magnitudes with the signs in K1.
         w(f"\tVMOVDQU {8 + 32 * c}(SI)(BX*1), Y0")
         w("\tVPSRLW $4, Y0, Y1")
         w("\tVPANDD Z31, Z0, Z0")
         w("\tVPANDD Z31, Z1, Z1")
         w("\tVINSERTI64X4 $1, Y1, Z0, Z0")
         w("\tVSHUFI64X2 $0xD8, Z0, Z0, Z0")
-        w("\tVPSHUFB Z0, Z30, Z0")
+        w(f"\tVBROADCASTI32X4 ·kqConst+{LEVELS}(SB), Z1")
+        w("\tVPSHUFB Z0, Z1, Z0")
+        w("\tVPMOVB2M Z0, K1")
+        w("\tVPABSB Z0, Z0")
         return
     if kind in ('q4', 'q5'):
         w(f"\tVBROADCASTI64X4 {(16 if kind == 'q4' else 48) + 32 * c}(SI)(BX*1), Z0")
@@ -326,21 +326,21 @@ def weights(kind, c):
 def block(kind, T):
     """One block of 256 weights of the row for T inputs."""
     prologue(kind)
-    if kind in ('q3', 'q6', 'iq4_xs'):
-        # I starts at -32 (Q3_K: -4, IQ4_XS: -128) * (sc . bsums); Y1 holds
-        # -32 * sc.
+    if kind in ('q3', 'q6'):
+        # I starts at -32 (Q3_K: -4) * (sc . bsums); Y1 holds -32 * sc.
         for t in range(T):
             w(f"\tVPMADDWD {inp(t, 256)}, Y1, {isum(t).replace('Z', 'Y')}")
     for c in range(4):
         weights(kind, c)
         if kind == 'iq4_xs':
-            # Lane j: sum_k (level + 128) q over elements 4j..4j+3 of the
-            # chunk, times its group's scale.
+            # q with the sign of its weight (Z30 is zero), so VPMADDUBSW of
+            # |level| (at most 127) with it cannot saturate.
             for t in range(T):
-                w("\tVPXORD Z1, Z1, Z1")
-                w(f"\tVPDPBUSD {inp(t, 64 * c)}, Z0, Z1")
-                w(f"\tVPMULLD Z{2 + c}, Z1, Z1")
-                w(f"\tVPADDD Z1, {isum(t)}, {isum(t)}")
+                w(f"\tVMOVDQU64 {inp(t, 64 * c)}, Z1")
+                w("\tVPSUBB Z1, Z30, K1, Z1")
+                w("\tVPMADDUBSW Z1, Z0, Z1")
+                op = "VPMADDWD" if c == 0 else "VPDPWSSD"
+                w(f"\t{op} Z{2 + c}, Z1, {isum(t)}")
             continue
         for t in range(T):
             w(f"\tVPMADDUBSW {inp(t, 64 * c)}, Z0, Z1")
@@ -377,7 +377,7 @@ def block(kind, T):
 def setup_consts(kind):
     w(f"\tVMOVDQU64 ·kqConst+{B0F}(SB), Z31")
     if kind == 'iq4_xs':
-        w(f"\tVBROADCASTI32X4 ·kqConst+{LEVELS}(SB), Z30")
+        w("\tVPXORD Z30, Z30, Z30")
     if kind in ('q4', 'q5'):
         w(f"\tVMOVDQU64 ·kqConst+{SHIFT4}(SB), Z30")
     w("\tLEAQ 63(SP), R9")
