@@ -216,3 +216,21 @@ func TestQuantizeRowQ8K(t *testing.T) {
 		require.Zero(t, q[i], "q byte %d of the zero block", i)
 	}
 }
+
+// TestEveryQuantizedTypeTakesEightBitActivations is a rule: every
+// quantized GGML type the loader accepts (ggmlDTypes) has 8-bit-activation
+// kernels (q8Dtypes), so that no quantized matrix of a file falls back to
+// the float32 path on a VNNI CPU (where that path was 3-25x slower for
+// the types that lacked them), and its block bytes are the dtype's.
+func TestEveryQuantizedTypeTakesEightBitActivations(t *testing.T) {
+	for g, dt := range ggmlDTypes {
+		switch dt {
+		case swarm.DTypeF32, swarm.DTypeF16, swarm.DTypeBF16:
+			continue
+		}
+		k := q8Dtypes[dt]
+		require.NotNil(t, k, "GGML type %v (%v) has no 8-bit-activation kernels in q8Dtypes", g, dt)
+		units := int64(k.unitBlocks * q8BlockSize)
+		require.Equal(t, dt.Bytes(units), int64(k.unitBytes), "%v: bytes of a unit of %d weights", dt, units)
+	}
+}
