@@ -77,12 +77,12 @@ func reduceQ8x12(acc *[3 * 4 * q8Lanes]float32, out *[12]float32) {
 // and VNNI (VPDPBUSD on 512-bit registers).
 var vnniKernels = avx512Kernels && cpu.X86.HasAVX512BW && cpu.X86.HasAVX512VNNI
 
-// eightBitActivations reports whether the products of q8Dtypes (Q8_0,
-// Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL, Q2_K..Q6_K) take 8-bit activations (prepareInputs):
-// only with the VNNI kernels. Without
-// them the portable twins would be slower than the AVX2 kernels on
-// float32 activations, which those CPUs keep using (with results that
-// differ from the 8-bit ones by the activations' rounding).
+// eightBitActivations reports whether the products of q8Dtypes (every
+// quantized type) take 8-bit activations (prepareInputs): only with the
+// VNNI kernels. Without them the portable twins would be slower than the
+// AVX2 kernels on float32 activations, which those CPUs keep using (with
+// results that differ from the 8-bit ones by the activations' rounding;
+// Q4_1, Q5_0 and Q5_1 have no AVX2 kernels and are dequantized in Go).
 var eightBitActivations = vnniKernels
 
 // q8Tiles reports whether mulRowsQ8 should group rows and inputs in 3x4
