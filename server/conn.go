@@ -115,6 +115,7 @@ func (c *conn) send(f wire.Frame) {
 
 // sendNow writes f without the emulated latency.
 func (c *conn) sendNow(f wire.Frame) {
+	c.s.observeSending(f)
 	if err := c.fc.WriteFrame(f); err != nil {
 		c.log.Debug("write failed: closing the connection", "frame", f.Type().String(), "err", err)
 		c.cancel()

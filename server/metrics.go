@@ -43,7 +43,8 @@ var stepBuckets = prometheus.ExponentialBuckets(0.0001, 2, 16)
 //   - swarm_server_sessions_opened_total: sessions granted;
 //   - swarm_server_bytes_total{direction="in"|"out"}: wire frame bytes,
 //     headers included;
-//   - swarm_server_errors_total{code}: Error frames sent, by wire code
+//   - swarm_server_errors_total{code}: Error frames sent (counted as each
+//     is written, before the write returns), by wire code
 //     name (no_room, bad_span, ...).
 //
 // It returns reg's error (e.g. the names are already registered).
@@ -110,14 +111,23 @@ func (s *Server) observeStep(d time.Duration) {
 	}
 }
 
-// observeFrame records a frame read ("in") or written ("out"), and an
-// Error frame's code.
+// observeFrame records the bytes of a frame read ("in") or written
+// ("out").
 func (s *Server) observeFrame(direction string, f wire.Frame) {
+	if m := s.metrics.Load(); m != nil {
+		m.bytes.WithLabelValues(direction).Add(float64(wire.EncodedLen(f)))
+	}
+}
+
+// observeSending records an Error frame's code or a Granted frame as the
+// frame is about to be written: before the write, so that a client which
+// has read the frame always finds it counted (after it, a gather could run
+// between the client's read and the count).
+func (s *Server) observeSending(f wire.Frame) {
 	m := s.metrics.Load()
 	if m == nil {
 		return
 	}
-	m.bytes.WithLabelValues(direction).Add(float64(wire.EncodedLen(f)))
 	switch f := f.(type) {
 	case *wire.Error:
 		m.errors.WithLabelValues(f.Code.String()).Inc()
