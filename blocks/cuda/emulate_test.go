@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -227,9 +228,9 @@ func TestHostAttention(t *testing.T) {
 			}
 			kc, vc := make([]uint16, rows*kvDim), make([]uint16, rows*kvDim)
 			first, firstV := k[:5*kvDim], v[:5*kvDim]
-			launchHost(t, "store_kv", 1, 256, &kc, &vc, &first, &firstV, kvDim, 0, c.ring, 5)
+			launchHost(t, "store_kv", 1, 256, &first, &firstV, kvDim, 5, 1, &kc, &vc, 0, 0, 5, c.ring)
 			step, stepV := k[5*kvDim:], v[5*kvDim:]
-			launchHost(t, "store_kv", 1, 256, &kc, &vc, &step, &stepV, kvDim, 5, c.ring, 3)
+			launchHost(t, "store_kv", 1, 256, &step, &stepV, kvDim, 3, 1, &kc, &vc, 5, 0, 3, c.ring)
 			// The cache holds every position still in the ring, rounded.
 			for p := max(0, total-rows); p < total; p++ {
 				r := p
@@ -246,7 +247,7 @@ func TestHostAttention(t *testing.T) {
 			scale := float32(math.Sqrt(hd))
 			q := randn(rng, n*qDim)
 			out, scores := make([]float32, n*qDim), make([]float32, n*nh*(pos+n))
-			launchHost(t, "attention", n*nh, 128, &out, &q, &kc, &vc, &scores, nh, nkv, hd, pos, n, c.window, c.ring, scale, pos+n, nil)
+			launchHost(t, "attention", n*nh, 128, &out, &q, &scores, nh, nkv, hd, n, c.window, scale, pos+n, nil, 1, &kc, &vc, pos, 0, n, c.ring)
 			want := make([]float32, n*qDim)
 			for tt := range n {
 				p := pos + tt
@@ -281,6 +282,76 @@ func TestHostAttention(t *testing.T) {
 				}
 			}
 			relClose(t, want, out, 1e-5, c.name)
+		})
+	}
+}
+
+// One store_kv and one attention launch over the segments of several
+// sessions (different caches, positions and lengths, a ring that wraps
+// within the pass) give every row and cache bit for bit what one launch
+// per session gives: batched decoding keeps a session's results exact.
+func TestHostAttentionSegments(t *testing.T) {
+	rng := rand.New(rand.NewPCG(9, 10))
+	const nh, nkv, hd = 4, 2, 16
+	const kvDim, qDim = nkv * hd, nh * hd
+	type sess struct {
+		pos, n, ring int
+		kc, vc       []uint16
+	}
+	for _, window := range []int{0, 4} {
+		t.Run(fmt.Sprintf("window%d", window), func(t *testing.T) {
+			ss := []sess{{pos: 0, n: 3}, {pos: 6, n: 1}, {pos: 3, n: 2}, {pos: 9, n: 1}}
+			if window > 0 {
+				ss[1].ring, ss[2].ring = 5, 4 // session 2's rows wrap its ring of 4
+			}
+			rows, ctx := 0, 0
+			for i := range ss {
+				cr := ss[i].pos + ss[i].n
+				if ss[i].ring > 0 {
+					cr = ss[i].ring
+				}
+				// Earlier positions: random binary16 keys and values.
+				ss[i].kc, ss[i].vc = halves(rng, cr*kvDim), halves(rng, cr*kvDim)
+				rows += ss[i].n
+				ctx = max(ctx, ss[i].pos+ss[i].n)
+			}
+			k, v, q := randn(rng, rows*kvDim), randn(rng, rows*kvDim), randn(rng, rows*qDim)
+			scale := float32(math.Sqrt(hd))
+
+			// One launch per session.
+			var alone []float32
+			aloneK, aloneV := make([][]uint16, len(ss)), make([][]uint16, len(ss))
+			off := 0
+			for i, s := range ss {
+				kc, vc := slices.Clone(s.kc), slices.Clone(s.vc)
+				ks, vs := k[off*kvDim:(off+s.n)*kvDim], v[off*kvDim:(off+s.n)*kvDim]
+				launchHost(t, "store_kv", 1, 256, &ks, &vs, kvDim, s.n, 1, &kc, &vc, s.pos, 0, s.n, s.ring)
+				qs := q[off*qDim : (off+s.n)*qDim]
+				out, scores := make([]float32, s.n*qDim), make([]float32, s.n*nh*ctx)
+				launchHost(t, "attention", s.n*nh, 128, &out, &qs, &scores, nh, nkv, hd, s.n, window, scale, ctx, nil,
+					1, &kc, &vc, s.pos, 0, s.n, s.ring)
+				alone = append(alone, out...)
+				aloneK[i], aloneV[i] = kc, vc
+				off += s.n
+			}
+
+			// One launch for the pass.
+			kcs, vcs := make([][]uint16, len(ss)), make([][]uint16, len(ss))
+			table := []any{len(ss)}
+			off = 0
+			for i, s := range ss {
+				kcs[i], vcs[i] = slices.Clone(s.kc), slices.Clone(s.vc)
+				table = append(table, &kcs[i], &vcs[i], s.pos, off, s.n, s.ring)
+				off += s.n
+			}
+			launchHost(t, "store_kv", 2, 256, append([]any{&k, &v, kvDim, rows}, table...)...)
+			out, scores := make([]float32, rows*qDim), make([]float32, rows*nh*ctx)
+			launchHost(t, "attention", rows*nh, 128, append([]any{&out, &q, &scores, nh, nkv, hd, rows, window, scale, ctx, nil}, table...)...)
+			for i := range ss {
+				require.Equal(t, aloneK[i], kcs[i], "session %d: keys", i)
+				require.Equal(t, aloneV[i], vcs[i], "session %d: values", i)
+			}
+			require.Equal(t, alone, out)
 		})
 	}
 }

@@ -224,3 +224,21 @@ func (g *gpu) launch(k kernel, grid, block uint32, args ...uint64) error {
 	runtime.KeepAlive(ptrs)
 	return g.d.check("cuLaunchKernel "+kernelNames[k], r)
 }
+
+// launchSegs is launch for a kernel whose last parameter is the segment
+// table st (store_kv, attention), after args. The driver copies the
+// parameters when the launch is queued, so st may change afterwards.
+func (g *gpu) launchSegs(k kernel, grid, block uint32, st *segTable, args ...uint64) error {
+	vals := make([]uint64, len(args))
+	copy(vals, args)
+	ptrs := make([]unsafe.Pointer, len(vals)+1)
+	for i := range vals {
+		ptrs[i] = unsafe.Pointer(&vals[i])
+	}
+	ptrs[len(vals)] = unsafe.Pointer(st)
+	r := g.d.cuLaunchKernel(g.fn[k], grid, 1, 1, block, 1, 1, 0, g.stream, unsafe.Pointer(&ptrs[0]), nil)
+	runtime.KeepAlive(vals)
+	runtime.KeepAlive(ptrs)
+	runtime.KeepAlive(st)
+	return g.d.check("cuLaunchKernel "+kernelNames[k], r)
+}

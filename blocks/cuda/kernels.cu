@@ -239,77 +239,120 @@ extern "C" __global__ void rope(float* x, const float* cosT, const float* sinT,
 // ---------------------------------------------------------------------------
 // 4. store_kv
 //
-// Stores one session's n new keys and values k, v [n, kvDim] (f32) into its
-// half caches kc, vc (rows of kvDim halves). Token t goes to cache row
-// r = ring > 0 ? (pos+t) % ring : pos+t:
+// The sessions of a pass: segment s holds rows off[s] .. off[s]+n[s]-1 of
+// the pass's q, k, v (and of attention's out and scores), the positions
+// pos[s] .. pos[s]+n[s]-1 of one session, whose half caches of this block
+// are at kc[s], vc[s] (device pointers; rows of kvDim halves, a ring of
+// ring[s] rows or 0 for a full cache). Segments are listed in row order,
+// off[0] = 0, every row in exactly one; count <= SW_MAX_SEGS. Passed by
+// value as a kernel parameter (__grid_constant__: read in place, not
+// copied per thread). Layout shared with forward.go's segTable and, for the
+// host emulation, testdata/host_main.cc.
+#define SW_MAX_SEGS 64
+struct sw_segs {
+    unsigned long long kc[SW_MAX_SEGS];
+    unsigned long long vc[SW_MAX_SEGS];
+    int pos[SW_MAX_SEGS];
+    int off[SW_MAX_SEGS];
+    int n[SW_MAX_SEGS];
+    int ring[SW_MAX_SEGS];
+    int count;
+};
+
+// seg_of returns the segment that holds pass row t.
+__device__ __forceinline__ int seg_of(const sw_segs& sg, long long t)
+{
+    int s = 0;
+    while (s + 1 < sg.count && sg.off[s + 1] <= t) {
+        s++;
+    }
+    return s;
+}
+
+// store_kv stores the pass's new keys and values k, v [rows, kvDim] (f32)
+// into each row's session caches (segs). Row t of segment s, local token
+// u = t - off[s], goes to cache row r = ring > 0 ? (pos+u) % ring : pos+u:
 //   kc[r*kvDim + i] = f16(k[t*kvDim + i]), likewise vc from v.
-// When ring > 0 and n > ring, only the last ring tokens are stored (as the
-// CPU does): earlier ones would share rows with them and race.
-// Launch: blockDim.x = 256, grid-stride over n*kvDim.
+// When ring > 0 and n > ring, only the segment's last ring tokens are
+// stored (as the CPU does): earlier ones would share rows with them and
+// race.
+// Launch: blockDim.x = 256, grid-stride over rows*kvDim.
 // Matches blocks/kvcache.go (*kvCache).store / putRow with an f16 cache
 // (f32ToF16 in blocks/matrix.go: round to nearest even).
-extern "C" __global__ void store_kv(unsigned short* kc, unsigned short* vc, const float* k,
-                                    const float* v, int kvDim, int pos, int ring, int n)
+extern "C" __global__ void store_kv(const float* k, const float* v, int kvDim, int rows,
+                                    const __grid_constant__ sw_segs segs)
 {
-    const long long total = (long long)n * kvDim;
+    const long long total = (long long)rows * kvDim;
     const long long stride = (long long)blockDim.x * gridDim.x;
     for (long long idx = (long long)blockIdx.x * blockDim.x + threadIdx.x; idx < total; idx += stride) {
         const long long t = idx / kvDim;
         const long long i = idx % kvDim;
-        if (ring > 0 && t < (long long)n - ring) {
-            continue; // overwritten by token t+ring of this same call
+        const int s = seg_of(segs, t);
+        const long long u = t - segs.off[s];
+        const int ring = segs.ring[s];
+        if (ring > 0 && u < (long long)segs.n[s] - ring) {
+            continue; // overwritten by token u+ring of this same segment
         }
-        long long r = (long long)pos + t;
+        long long r = (long long)segs.pos[s] + u;
         if (ring > 0) {
             r = r % ring;
         }
         const size_t dst = (size_t)r * (size_t)kvDim + (size_t)i;
-        kc[dst] = f16(k[idx]);
-        vc[dst] = f16(v[idx]);
+        ((unsigned short*)segs.kc[s])[dst] = f16(k[idx]);
+        ((unsigned short*)segs.vc[s])[dst] = f16(v[idx]);
     }
 }
 
 // ---------------------------------------------------------------------------
 // 5. attention
 //
-// Causal grouped-query attention of one session's n query rows (positions
-// pos..pos+n-1) over its half KV cache, which already holds every position
-// 0..pos+n-1 still in the ring (this call's included).
-//   q, out    [n, nHeads*headDim] f32
-//   kc, vc    cache rows of kvDim = nKVHeads*headDim halves; position j is
-//             in row rj = ring > 0 ? j % ring : j
+// Causal grouped-query attention of a pass's rows, each over its own
+// session's half KV cache (segs, see store_kv), which already holds every
+// position of the segment's session up to the row's own (this pass's
+// included) that is still in the ring.
+//   q, out    [rows, nHeads*headDim] f32
+//   kc, vc    of row t's segment s: cache rows of kvDim =
+//             nKVHeads*headDim halves; position j is in row
+//             rj = ring[s] > 0 ? j % ring[s] : j
 //   scores    scratch, row (t*nHeads + h) at (t*nHeads + h)*scoreStride,
 //             at least p+1-lo floats per row
-// Block b handles query row t = b / nHeads, head h = b % nHeads at position
-// p = pos + t, over keys j = lo..p with lo = window > 0 ? max(0, p-window+1)
-// : 0, KV head kvh = h / (nHeads/nKVHeads):
+// Block b handles pass row t = b / nHeads, head h = b % nHeads at position
+// p = pos[s] + t - off[s], over keys j = lo..p with lo = window > 0 ?
+// max(0, p-window+1) : 0, KV head kvh = h / (nHeads/nKVHeads):
 //   phase 1: sc[j] = (sum_d q[d]*k_j[d], d ascending) / scale
 //   phase 2: softmax over sc (max, exp(x - max), sum, divide)
 //   phase 3: out[d] = sum_j sc[j]*v_j[d]: each warp sums every
 //            (blockDim.x/32)-th position in ascending order, then the
 //            warps' sums are added in warp order
-// headDim <= 256. With outh != NULL the result goes to outh [n,
-// nHeads*headDim] as half (f16, the next product's input) instead of out.
-// Launch: grid.x = n*nHeads, blockDim.x = 256 (a power of two, 32 to 256).
+// A row's result depends only on its own q, position and session cache, so
+// the sessions of a batch are attended in one launch with the same bits as
+// one launch each. headDim <= 256. With outh != NULL the result goes to
+// outh [rows, nHeads*headDim] as half (f16, the next product's input)
+// instead of out.
+// Launch: grid.x = rows*nHeads, blockDim.x = 256 (a power of two, 32 to
+// 256).
 // Matches blocks/block.go attention / keyScores / softmax / axpy, up to
 // the order of phase 3's sums.
-extern "C" __global__ void attention(float* out, const float* q, const unsigned short* kc,
-                                     const unsigned short* vc, float* scores, int nHeads,
-                                     int nKVHeads, int headDim, int pos, int n, int window,
-                                     int ring, float scale, int scoreStride,
-                                     unsigned short* outh)
+extern "C" __global__ void attention(float* out, const float* q, float* scores, int nHeads,
+                                     int nKVHeads, int headDim, int rows, int window, float scale,
+                                     int scoreStride, unsigned short* outh,
+                                     const __grid_constant__ sw_segs segs)
 {
     __shared__ float qs[SW_MAX_HEAD_DIM];
     __shared__ float buf[SW_MAX_THREADS];
 
     const int tid = threadIdx.x;
     const int b = blockIdx.x;
-    if (b >= n * nHeads) {
+    if (b >= rows * nHeads) {
         return; // whole block: no barrier is skipped by only some threads
     }
     const int t = b / nHeads;
     const int h = b % nHeads;
-    const int p = pos + t;
+    const int sg = seg_of(segs, t);
+    const unsigned short* kc = (const unsigned short*)segs.kc[sg];
+    const unsigned short* vc = (const unsigned short*)segs.vc[sg];
+    const int ring = segs.ring[sg];
+    const int p = segs.pos[sg] + t - segs.off[sg];
     const int lo = window > 0 ? max(0, p - window + 1) : 0;
     const int cnt = p + 1 - lo;
     const int kvh = h / (nHeads / nKVHeads);
@@ -494,28 +537,39 @@ extern "C" __global__ void f16_to_f32(float* o, const unsigned short* x, int n)
 //
 // The engine's matrix products: out[c, r] = sum_k W[r, k] * x[c, k] for the
 // n tokens c of a pass, W [rows, cols] half (a weight matrix, row-major),
-// x [n, cols] half, sums in float32. Bound by reading W: each warp reads two
-// rows once for all the pass's tokens (a column tile of NC tokens at a
+// x [n, cols] half, sums in float32. Bound by reading W: each warp reads RW
+// = 2 rows once for all the pass's tokens (a column tile of NC tokens at a
 // time, the later tiles from cache), with 16-byte loads when cols % 8 == 0.
 //
-// A token's result depends only on its own x and W, never on n, NC or the
-// other tokens: lane l sums the elements k = 8*(l + 32*i) + j (i, then j
-// ascending; or k = l + 32*i without 16-byte loads) with fmaf, then the 32
-// lane sums are combined by a fixed butterfly (__shfl_xor_sync 16, 8, 4, 2,
-// 1). So a decode step, a batch and a prefill chunk give every token bit
-// for bit the same values, and a replay reproduces them.
+// A token's result depends only on its own x and W, never on n, NC, RW, the
+// block size or the other tokens: lane l sums the elements
+// k = 8*(l + 32*i) + j (i, then j ascending; or k = l + 32*i without
+// 16-byte loads) with fmaf, then the 32 lane sums are combined by a fixed
+// butterfly (__shfl_xor_sync 16, 8, 4, 2, 1). So a decode step, a batch and
+// a prefill chunk give every token bit for bit the same values, and a
+// replay reproduces them, whichever of these kernels runs the pass.
 //
 // Row units: a warp computes unit u = global warp index.
-//   mode 0 (store): rows 2u and 2u+1 of the stacked matrices w0 [rows0],
-//           w1 [rows1], w2 [rows2] (rows1, rows2 may be 0), each written to
-//           its own output: oK[c*rowsK + r] = sum.
-//   mode 1 (add): rows 2u, 2u+1 of w0: o0[c*rows0 + r] += sum (residual).
-//   mode 2 (glu): row u of w0 (gate) and of w1 (up), rows0 = rows1:
-//           outh[c*rows0 + u] = f16(glu_one(gate, up, act)) (see glu).
-// Launch: blockDim.x = 128 (4 warps), grid.x = ceil(units/4), units =
-// ceil((rows0+rows1+rows2)/2) in modes 0 and 1, rows0 in mode 2.
+//   mode 0 (store): rows RW*u ... RW*u + RW-1 of the stacked matrices w0
+//           [rows0], w1 [rows1], w2 [rows2] (rows1, rows2 may be 0), each
+//           written to its own output: oK[c*rowsK + r] = sum.
+//   mode 1 (add): rows RW*u ... of w0: o0[c*rows0 + r] += sum (residual).
+//   mode 2 (glu): rows (RW/2)*u ... of w0 (gate) and of w1 (up), rows0 =
+//           rows1: outh[c*rows0 + r] = f16(glu_one(gate, up, act)).
+// Launch: blockDim.x = 32 * warps (warps 1..8), grid.x = ceil(units/warps),
+// units = ceil((rows0+rows1+rows2)/RW) in modes 0 and 1, ceil(rows0/(RW/2))
+// in mode 2.
 // Matches blocks/matrix.go's products up to the order of the sums (the CPU
 // sums in its own blocked order), which the parity bounds allow for.
+
+// sw_f4 holds 4 floats; shared-memory tiles of them are read 16 bytes a lane.
+#ifndef SWARM_HOST_EMULATION
+typedef float4 sw_f4;
+#else
+struct sw_f4 {
+    float x, y, z, w;
+};
+#endif
 
 // dot8 adds the products of the 8 halves of w and x to acc, in order.
 __device__ __forceinline__ float dot8(float acc, sw_u4 w, sw_u4 x)
@@ -530,6 +584,32 @@ __device__ __forceinline__ float dot8(float acc, sw_u4 w, sw_u4 x)
     return acc;
 }
 
+// dot8f is dot8 with x already widened: lo holds x's halves 0..3, hi 4..7.
+// f32 is exact, so the products and sums are dot8's bit for bit.
+__device__ __forceinline__ float dot8f(float acc, sw_u4 w, sw_f4 lo, sw_f4 hi)
+{
+    acc = fmaf(f32((unsigned short)(w.a & 0xffffu)), lo.x, acc);
+    acc = fmaf(f32((unsigned short)(w.a >> 16)), lo.y, acc);
+    acc = fmaf(f32((unsigned short)(w.b & 0xffffu)), lo.z, acc);
+    acc = fmaf(f32((unsigned short)(w.b >> 16)), lo.w, acc);
+    acc = fmaf(f32((unsigned short)(w.c & 0xffffu)), hi.x, acc);
+    acc = fmaf(f32((unsigned short)(w.c >> 16)), hi.y, acc);
+    acc = fmaf(f32((unsigned short)(w.d & 0xffffu)), hi.z, acc);
+    acc = fmaf(f32((unsigned short)(w.d >> 16)), hi.w, acc);
+    return acc;
+}
+
+// widen4 returns the 4 halves of the words a, b as floats.
+__device__ __forceinline__ sw_f4 widen4(unsigned int a, unsigned int b)
+{
+    sw_f4 r;
+    r.x = f32((unsigned short)(a & 0xffffu));
+    r.y = f32((unsigned short)(a >> 16));
+    r.z = f32((unsigned short)(b & 0xffffu));
+    r.w = f32((unsigned short)(b >> 16));
+    return r;
+}
+
 // warp_sum combines the 32 lanes' v by the fixed butterfly.
 __device__ __forceinline__ float warp_sum(float v)
 {
@@ -540,7 +620,7 @@ __device__ __forceinline__ float warp_sum(float v)
     return v;
 }
 
-template <int NC>
+template <int NC, int RW>
 __device__ __forceinline__ void matvec_body(const unsigned short* x, int cols, int n,
                                             const unsigned short* w0, float* o0, int rows0,
                                             const unsigned short* w1, float* o1, int rows1,
@@ -549,21 +629,23 @@ __device__ __forceinline__ void matvec_body(const unsigned short* x, int cols, i
 {
     const int lane = threadIdx.x & 31;
     const long long unit = (long long)blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);
-    // The warp's two rows: matrix pointer, output, output row count and row
+    // The warp's RW rows: matrix pointer, output, output row count and row
     // index; an invalid row (past the end) reads row 0 of w0 and writes
-    // nothing, so every lane of every warp takes part in the shuffles.
-    const unsigned short* wr[2];
-    float* orow[2];
-    int ostride[2];
-    long long ridx[2];
-    bool valid[2];
-    for (int s = 0; s < 2; s++) {
-        long long g = mode == 2 ? unit : 2 * unit + s;
+    // nothing, so every lane of every warp takes part in the shuffles. In
+    // mode 2 slot 2p is a gate row and slot 2p+1 the same row of up.
+    const unsigned short* wr[RW];
+    float* orow[RW];
+    int ostride[RW];
+    long long ridx[RW];
+    bool valid[RW];
+#pragma unroll
+    for (int s = 0; s < RW; s++) {
+        long long g = mode == 2 ? (RW / 2) * unit + s / 2 : RW * unit + s;
         const unsigned short* w = w0;
         float* o = o0;
         int rows = rows0;
         if (mode == 2) {
-            if (s == 1) {
+            if (s & 1) {
                 w = w1;
                 o = o1;
             }
@@ -590,38 +672,81 @@ __device__ __forceinline__ void matvec_body(const unsigned short* x, int cols, i
         ridx[s] = g;
     }
     const bool vec = (cols & 7) == 0;
+    // The wide tiles' staging: each thread loads at most XT of a chunk's
+    // NC*32 16-byte pieces of x (blockDim.x >= 128 for NC > 4).
+    constexpr int XT = NC > 4 ? NC * 32 / 128 : 1;
     for (int c0 = 0; c0 < n; c0 += NC) {
         const int nc = min(NC, n - c0);
-        float acc[2][NC];
+        float acc[RW][NC];
 #pragma unroll
-        for (int c = 0; c < NC; c++) {
-            acc[0][c] = 0.0f;
-            acc[1][c] = 0.0f;
+        for (int s = 0; s < RW; s++) {
+#pragma unroll
+            for (int c = 0; c < NC; c++) {
+                acc[s][c] = 0.0f;
+            }
         }
         if (vec && NC > 4) {
-            // Wide tiles: the block's 4 warps share each 256-column chunk of
-            // the tile's x through shared memory (a quarter of the reads of
-            // x from L2). Every warp runs the same iterations, so the
-            // barriers are uniform.
-            __shared__ sw_u4 xs[NC * 32];
-            for (int k0 = 0; k0 < cols; k0 += 256) {
-                for (int i = threadIdx.x; i < nc * 32; i += blockDim.x) {
-                    const int c = i >> 5, kk = k0 + 8 * (i & 31);
-                    if (kk < cols) {
-                        xs[i] = load16(x + (size_t)(c0 + c) * (size_t)cols + kk);
+            // Wide tiles: the block's warps share each 256-column chunk of
+            // the tile's x, widened to float once, through shared memory
+            // (lane l's 8 values as two sw_f4 at [c][0][l] and [c][1][l],
+            // so a warp's 16-byte reads hit 32 distinct banks). The next
+            // chunk's x and W are loaded into registers while this one is
+            // summed, so the loads' latency overlaps the arithmetic. Every
+            // warp runs the same iterations: the barriers are uniform.
+            __shared__ sw_f4 xs[NC * 2 * 32];
+            sw_u4 xn[XT];
+            sw_u4 wn[RW];
+            const sw_u4 zero = {0u, 0u, 0u, 0u};
+            // load fetches chunk k0's pieces of x and W into xn, wn.
+            auto load = [&](int k0) {
+#pragma unroll
+                for (int j = 0; j < XT; j++) {
+                    const int i = threadIdx.x + j * (int)blockDim.x;
+                    const int kk = k0 + 8 * (i & 31);
+                    xn[j] = zero;
+                    if (i < nc * 32 && kk < cols) {
+                        xn[j] = load16(x + (size_t)(c0 + (i >> 5)) * (size_t)cols + kk);
                     }
                 }
-                __syncthreads();
                 const int k = k0 + 8 * lane;
-                if (k < cols) {
-                    const sw_u4 a = load16(wr[0] + k);
-                    const sw_u4 b = load16(wr[1] + k);
+#pragma unroll
+                for (int s = 0; s < RW; s++) {
+                    wn[s] = zero;
+                    if (k < cols) {
+                        wn[s] = load16(wr[s] + k);
+                    }
+                }
+            };
+            load(0);
+            for (int k0 = 0; k0 < cols; k0 += 256) {
+#pragma unroll
+                for (int j = 0; j < XT; j++) {
+                    const int i = threadIdx.x + j * (int)blockDim.x;
+                    if (i < nc * 32) {
+                        const int c = i >> 5, l = i & 31;
+                        xs[(2 * c) * 32 + l] = widen4(xn[j].a, xn[j].b);
+                        xs[(2 * c + 1) * 32 + l] = widen4(xn[j].c, xn[j].d);
+                    }
+                }
+                sw_u4 wc[RW];
+#pragma unroll
+                for (int s = 0; s < RW; s++) {
+                    wc[s] = wn[s];
+                }
+                __syncthreads();
+                if (k0 + 256 < cols) {
+                    load(k0 + 256);
+                }
+                if (k0 + 8 * lane < cols) {
 #pragma unroll
                     for (int c = 0; c < NC; c++) {
                         if (c < nc) {
-                            const sw_u4 xv = xs[c * 32 + lane];
-                            acc[0][c] = dot8(acc[0][c], a, xv);
-                            acc[1][c] = dot8(acc[1][c], b, xv);
+                            const sw_f4 lo = xs[(2 * c) * 32 + lane];
+                            const sw_f4 hi = xs[(2 * c + 1) * 32 + lane];
+#pragma unroll
+                            for (int s = 0; s < RW; s++) {
+                                acc[s][c] = dot8f(acc[s][c], wc[s], lo, hi);
+                            }
                         }
                     }
                 }
@@ -630,27 +755,37 @@ __device__ __forceinline__ void matvec_body(const unsigned short* x, int cols, i
         } else if (vec) {
 #pragma unroll 2
             for (int k = 8 * lane; k < cols; k += 256) {
-                const sw_u4 a = load16(wr[0] + k);
-                const sw_u4 b = load16(wr[1] + k);
+                sw_u4 a[RW];
+#pragma unroll
+                for (int s = 0; s < RW; s++) {
+                    a[s] = load16(wr[s] + k);
+                }
 #pragma unroll
                 for (int c = 0; c < NC; c++) {
                     if (c < nc) {
                         const sw_u4 xv = load16(x + (size_t)(c0 + c) * (size_t)cols + k);
-                        acc[0][c] = dot8(acc[0][c], a, xv);
-                        acc[1][c] = dot8(acc[1][c], b, xv);
+#pragma unroll
+                        for (int s = 0; s < RW; s++) {
+                            acc[s][c] = dot8(acc[s][c], a[s], xv);
+                        }
                     }
                 }
             }
         } else {
             for (int k = lane; k < cols; k += 32) {
-                const float a = f32(wr[0][k]);
-                const float b = f32(wr[1][k]);
+                float a[RW];
+#pragma unroll
+                for (int s = 0; s < RW; s++) {
+                    a[s] = f32(wr[s][k]);
+                }
 #pragma unroll
                 for (int c = 0; c < NC; c++) {
                     if (c < nc) {
                         const float xv = f32(x[(size_t)(c0 + c) * (size_t)cols + k]);
-                        acc[0][c] = fmaf(a, xv, acc[0][c]);
-                        acc[1][c] = fmaf(b, xv, acc[1][c]);
+#pragma unroll
+                        for (int s = 0; s < RW; s++) {
+                            acc[s][c] = fmaf(a[s], xv, acc[s][c]);
+                        }
                     }
                 }
             }
@@ -658,17 +793,23 @@ __device__ __forceinline__ void matvec_body(const unsigned short* x, int cols, i
 #pragma unroll
         for (int c = 0; c < NC; c++) {
             if (c < nc) { // nc is the same in every lane: the shuffles stay uniform
-                const float s0 = warp_sum(acc[0][c]);
-                const float s1 = warp_sum(acc[1][c]);
+                float sums[RW];
+#pragma unroll
+                for (int s = 0; s < RW; s++) {
+                    sums[s] = warp_sum(acc[s][c]);
+                }
                 if (lane == 0) {
                     const size_t t = (size_t)(c0 + c);
                     if (mode == 2) {
-                        if (valid[0]) {
-                            outh[t * (size_t)rows0 + (size_t)ridx[0]] = f16(glu_one(s0, s1, act));
+#pragma unroll
+                        for (int s = 0; s < RW; s += 2) {
+                            if (valid[s]) {
+                                outh[t * (size_t)rows0 + (size_t)ridx[s]] = f16(glu_one(sums[s], sums[s + 1], act));
+                            }
                         }
                     } else {
-                        const float sums[2] = {s0, s1};
-                        for (int s = 0; s < 2; s++) {
+#pragma unroll
+                        for (int s = 0; s < RW; s++) {
                             if (valid[s]) {
                                 float* dst = orow[s] + t * (size_t)ostride[s] + (size_t)ridx[s];
                                 *dst = mode == 1 ? *dst + sums[s] : sums[s];
@@ -682,25 +823,59 @@ __device__ __forceinline__ void matvec_body(const unsigned short* x, int cols, i
 }
 
 extern "C" __global__ void matvec_1(const unsigned short* x, int cols, int n, const unsigned short* w0,
-                                    float* o0, int rows0, const unsigned short* w1, float* o1,
-                                    int rows1, const unsigned short* w2, float* o2, int rows2,
-                                    int mode, unsigned short* outh, int act)
+                                    float* o0, int rows0, const unsigned short* w1, float* o1, int rows1,
+                                    const unsigned short* w2, float* o2, int rows2, int mode,
+                                    unsigned short* outh, int act)
 {
-    matvec_body<1>(x, cols, n, w0, o0, rows0, w1, o1, rows1, w2, o2, rows2, mode, outh, act);
+    matvec_body<1, 2>(x, cols, n, w0, o0, rows0, w1, o1, rows1, w2, o2, rows2, mode, outh, act);
 }
 
 extern "C" __global__ void matvec_4(const unsigned short* x, int cols, int n, const unsigned short* w0,
-                                    float* o0, int rows0, const unsigned short* w1, float* o1,
-                                    int rows1, const unsigned short* w2, float* o2, int rows2,
-                                    int mode, unsigned short* outh, int act)
+                                    float* o0, int rows0, const unsigned short* w1, float* o1, int rows1,
+                                    const unsigned short* w2, float* o2, int rows2, int mode,
+                                    unsigned short* outh, int act)
 {
-    matvec_body<4>(x, cols, n, w0, o0, rows0, w1, o1, rows1, w2, o2, rows2, mode, outh, act);
+    matvec_body<4, 2>(x, cols, n, w0, o0, rows0, w1, o1, rows1, w2, o2, rows2, mode, outh, act);
 }
 
 extern "C" __global__ void matvec_16(const unsigned short* x, int cols, int n, const unsigned short* w0,
-                                    float* o0, int rows0, const unsigned short* w1, float* o1,
-                                    int rows1, const unsigned short* w2, float* o2, int rows2,
-                                    int mode, unsigned short* outh, int act)
+                                     float* o0, int rows0, const unsigned short* w1, float* o1, int rows1,
+                                     const unsigned short* w2, float* o2, int rows2, int mode,
+                                     unsigned short* outh, int act)
 {
-    matvec_body<16>(x, cols, n, w0, o0, rows0, w1, o1, rows1, w2, o2, rows2, mode, outh, act);
+    matvec_body<16, 2>(x, cols, n, w0, o0, rows0, w1, o1, rows1, w2, o2, rows2, mode, outh, act);
 }
+
+#ifdef SWARM_HOST_EMULATION
+// The host emulation's entry points for the kernels that take a segment
+// table (testdata/host_main.cc passes it flat): count segments, ptrs holds
+// each one's kc then vc, ints its pos, off, n, ring.
+static sw_segs sw_segs_from(int count, void* const* ptrs, const int* ints)
+{
+    sw_segs s{};
+    s.count = count;
+    for (int i = 0; i < count; i++) {
+        s.kc[i] = (unsigned long long)ptrs[2 * i];
+        s.vc[i] = (unsigned long long)ptrs[2 * i + 1];
+        s.pos[i] = ints[4 * i];
+        s.off[i] = ints[4 * i + 1];
+        s.n[i] = ints[4 * i + 2];
+        s.ring[i] = ints[4 * i + 3];
+    }
+    return s;
+}
+
+extern "C" void store_kv_flat(const float* k, const float* v, int kvDim, int rows, int count, void* const* ptrs,
+                              const int* ints)
+{
+    store_kv(k, v, kvDim, rows, sw_segs_from(count, ptrs, ints));
+}
+
+extern "C" void attention_flat(float* out, const float* q, float* scores, int nHeads, int nKVHeads, int headDim,
+                               int rows, int window, float scale, int scoreStride, unsigned short* outh, int count,
+                               void* const* ptrs, const int* ints)
+{
+    attention(out, q, scores, nHeads, nKVHeads, headDim, rows, window, scale, scoreStride, outh,
+              sw_segs_from(count, ptrs, ints));
+}
+#endif

@@ -2,12 +2,14 @@ package cuda
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
 	"testing"
+	"unsafe"
 
 	"github.com/stretchr/testify/require"
 )
@@ -22,6 +24,24 @@ func nvrtcOrSkip(t *testing.T) *nvrtc {
 		t.Skipf("NVRTC is not installed here: %v", err)
 	}
 	return n
+}
+
+// segTable is laid out as kernels.cu's sw_segs: arrays of 64-bit pointers,
+// then of 32-bit ints, then the count, padded to 8 bytes, with the same
+// SW_MAX_SEGS.
+func TestSegTableMatchesSource(t *testing.T) {
+	require.Contains(t, kernelSource, fmt.Sprintf("#define SW_MAX_SEGS %d\n", maxSegs))
+	var st segTable
+	require.Equal(t, uintptr(2*8*maxSegs+4*4*maxSegs+8), unsafe.Sizeof(st))
+	require.Equal(t, uintptr(8*maxSegs), unsafe.Offsetof(st.vc))
+	require.Equal(t, uintptr(16*maxSegs), unsafe.Offsetof(st.pos))
+	require.Equal(t, uintptr(20*maxSegs), unsafe.Offsetof(st.off))
+	require.Equal(t, uintptr(24*maxSegs), unsafe.Offsetof(st.n))
+	require.Equal(t, uintptr(28*maxSegs), unsafe.Offsetof(st.ring))
+	require.Equal(t, uintptr(32*maxSegs), unsafe.Offsetof(st.count))
+	re := regexp.MustCompile(`struct sw_segs \{\s*unsigned long long kc\[SW_MAX_SEGS\];\s*unsigned long long vc\[SW_MAX_SEGS\];\s*` +
+		`int pos\[SW_MAX_SEGS\];\s*int off\[SW_MAX_SEGS\];\s*int n\[SW_MAX_SEGS\];\s*int ring\[SW_MAX_SEGS\];\s*int count;\s*\};`)
+	require.Regexp(t, re, kernelSource)
 }
 
 // The kernels the engine launches are exactly the kernels of the source.

@@ -35,12 +35,25 @@ func refMatvec(w, x []uint16, rows, cols, n int) []float64 {
 	return out
 }
 
-// matvecKernels are the three tile widths; any of them takes any n.
-var matvecKernels = []string{"matvec_1", "matvec_4", "matvec_16"}
+// mvKernel is one matvec launch: a kernel and its warps a block.
+type mvKernel struct {
+	name  string
+	warps int
+}
 
-// mvGrid is the launch grid of a matvec over units row units (4 warps a
-// block).
-func mvGrid(units int) int { return (units + 3) / 4 }
+// matvecKernels are the tile widths, matvec_16 with the engine's 8 warps
+// a block and with 4; any of them takes any n.
+var matvecKernels = []mvKernel{{"matvec_1", 4}, {"matvec_4", 4}, {"matvec_16", 8}, {"matvec_16", 4}}
+
+// grid is the launch grid over rows (the stacked rows in modes 0 and 1, the
+// gate's in mode 2) and the block size, as mvLaunch computes them.
+func (k mvKernel) grid(mode, rows int) (grid, block int) {
+	units := (rows + 1) / 2
+	if mode == mvGLU {
+		units = rows
+	}
+	return (units + k.warps - 1) / k.warps, 32 * k.warps
+}
 
 // The matvec kernels against float64 sums, in each mode, for row widths
 // with and without 16-byte loads, token counts across tiles, and stacked
@@ -58,26 +71,26 @@ func TestHostMatvec(t *testing.T) {
 			w[i] = halves(rng, rows[i]*cols)
 		}
 		t.Run(fmt.Sprintf("store/cols%d", cols), func(t *testing.T) {
-			var first [3][]float32 // token 0's rows from the first run
+			var first [3][]float32 // every token's rows from the first run (matvec_1, n = nMax)
 			for _, k := range matvecKernels {
-				for _, n := range []int{1, 3, 6, nMax} {
+				for _, n := range []int{nMax, 1, 3, 6} {
 					var o [3][]float32
 					for i := range o {
 						o[i] = make([]float32, n*rows[i])
 					}
 					xs := x[:n*cols]
-					units := (rows[0] + rows[1] + rows[2] + 1) / 2
-					launchHost(t, k, mvGrid(units), 128, &xs, cols, n, &w[0], &o[0], rows[0], &w[1], &o[1], rows[1],
+					grid, block := k.grid(mvStore, rows[0]+rows[1]+rows[2])
+					launchHost(t, k.name, grid, block, &xs, cols, n, &w[0], &o[0], rows[0], &w[1], &o[1], rows[1],
 						&w[2], &o[2], rows[2], mvStore, nil, 0)
 					for i := range o {
 						want := refMatvec(w[i], xs, rows[i], cols, n)
 						for j := range want {
-							require.InDelta(t, want[j], float64(o[i][j]), 1e-5*math.Max(1, math.Abs(want[j])), "%s n=%d matrix %d element %d", k, n, i, j)
+							require.InDelta(t, want[j], float64(o[i][j]), 1e-5*math.Max(1, math.Abs(want[j])), "%v n=%d matrix %d element %d", k, n, i, j)
 						}
 						if first[i] == nil {
-							first[i] = o[i][:rows[i]]
+							first[i] = o[i]
 						}
-						require.Equal(t, first[i], o[i][:rows[i]], "%s n=%d matrix %d: token 0 differs", k, n, i)
+						require.Equal(t, first[i][:n*rows[i]], o[i], "%v n=%d matrix %d: a token's sums differ from matvec_1's", k, n, i)
 					}
 				}
 			}
@@ -89,9 +102,10 @@ func TestHostMatvec(t *testing.T) {
 			for _, k := range matvecKernels {
 				o := append([]float32(nil), init...)
 				xs := x[:n*cols]
-				launchHost(t, k, mvGrid((rows[0]+1)/2), 128, &xs, cols, n, &w[0], &o, rows[0], nil, nil, 0, nil, nil, 0, mvAdd, nil, 0)
+				grid, block := k.grid(mvAdd, rows[0])
+				launchHost(t, k.name, grid, block, &xs, cols, n, &w[0], &o, rows[0], nil, nil, 0, nil, nil, 0, mvAdd, nil, 0)
 				for j := range o {
-					require.InDelta(t, float64(init[j])+want[j], float64(o[j]), 1e-5*math.Max(1, math.Abs(want[j])), "%s element %d", k, j)
+					require.InDelta(t, float64(init[j])+want[j], float64(o[j]), 1e-5*math.Max(1, math.Abs(want[j])), "%v element %d", k, j)
 				}
 			}
 		})
@@ -106,10 +120,11 @@ func TestHostMatvec(t *testing.T) {
 				for _, k := range matvecKernels {
 					outh := make([]uint16, n*rows[0])
 					xs := x[:n*cols]
-					launchHost(t, k, mvGrid(rows[0]), 128, &xs, cols, n, &gate, nil, rows[0], &up, nil, rows[0], nil, nil, 0, mvGLU, &outh, act)
+					grid, block := k.grid(mvGLU, rows[0])
+					launchHost(t, k.name, grid, block, &xs, cols, n, &gate, nil, rows[0], &up, nil, rows[0], nil, nil, 0, mvGLU, &outh, act)
 					for j := range outh {
 						want := f(g[j]) * u[j]
-						require.InDelta(t, want, float64(h2f(outh[j])), 2e-3*math.Max(1, math.Abs(want)), "%s act %d element %d", k, act, j)
+						require.InDelta(t, want, float64(h2f(outh[j])), 2e-3*math.Max(1, math.Abs(want)), "%v act %d element %d", k, act, j)
 					}
 				}
 			}

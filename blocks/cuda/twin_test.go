@@ -44,10 +44,10 @@ type twin struct {
 }
 
 // kernelParams are the parameter kinds of each kernel, in order: p a
-// device pointer, i an int, f a float.
+// device pointer, i an int, f a float, S a segment table (segTable).
 var kernelParams = [numKernels]string{
-	kRMSNorm: "ppppif", kAddBias: "ppii", kRoPE: "pppiii", kStoreKV: "ppppiiii",
-	kAttention: "pppppiiiiiiifip", kGLU: "pppii", kToF16: "ppi", kAdd: "ppi", kF16ToF32: "ppi",
+	kRMSNorm: "ppppif", kAddBias: "ppii", kRoPE: "pppiii", kStoreKV: "ppiiS",
+	kAttention: "pppiiiiifipS", kGLU: "pppii", kToF16: "ppi", kAdd: "ppi", kF16ToF32: "ppi",
 	kMatvec1: "piippippippiipi", kMatvec4: "piippippippiipi", kMatvec16: "piippippippiipi",
 }
 
@@ -159,12 +159,33 @@ func (tw *twin) launch(fn uintptr, gx, gy, gz, bx, by, bz, shared uint32, _ uint
 		tw.t.Fatalf("twin: launch of %d on %dx%dx%d x %dx%dx%d", fn, gx, gy, gz, bx, by, bz)
 	}
 	kinds := kernelParams[k]
+	if kinds == "" {
+		tw.t.Fatalf("twin: kernelParams has no entry for %s", kernelNames[k])
+	}
 	slots := unsafe.Slice((*unsafe.Pointer)(params), len(kinds))
 	dir := tw.t.TempDir()
 	lines := []string{fmt.Sprintf("kernel %s %d %d", kernelNames[k], gx, bx)}
 	files := map[uint64]int{}
 	var order []uint64
 	var args []string
+	// ptr names device pointer v as a file of the job (its allocation,
+	// sent once) and an offset in it.
+	ptr := func(v uint64) string {
+		if v == 0 {
+			return "null"
+		}
+		base, off := tw.find(v)
+		id, seen := files[base]
+		if !seen {
+			id = len(order)
+			files[base] = id
+			order = append(order, base)
+			p := filepath.Join(dir, fmt.Sprint(id))
+			require.NoError(tw.t, os.WriteFile(p, tw.allocs[base], 0o644))
+			lines = append(lines, fmt.Sprintf("file %d %s", id, p))
+		}
+		return fmt.Sprintf("ptr %d %d", id, off)
+	}
 	for i, kind := range kinds {
 		v := *(*uint64)(slots[i])
 		switch kind {
@@ -173,21 +194,16 @@ func (tw *twin) launch(fn uintptr, gx, gy, gz, bx, by, bz, shared uint32, _ uint
 		case 'f':
 			args = append(args, fmt.Sprintf("float %.9g", math.Float32frombits(uint32(v))))
 		case 'p':
-			if v == 0 {
-				args = append(args, "null")
-				continue
+			args = append(args, ptr(v))
+		case 'S':
+			// The host emulator takes the table flat: the count, then per
+			// segment kc, vc, pos, off, n, ring.
+			st := (*segTable)(slots[i])
+			args = append(args, fmt.Sprintf("int %d", st.count))
+			for s := range int(st.count) {
+				args = append(args, ptr(st.kc[s]), ptr(st.vc[s]), fmt.Sprintf("int %d", st.pos[s]),
+					fmt.Sprintf("int %d", st.off[s]), fmt.Sprintf("int %d", st.n[s]), fmt.Sprintf("int %d", st.ring[s]))
 			}
-			base, off := tw.find(v)
-			id, seen := files[base]
-			if !seen {
-				id = len(order)
-				files[base] = id
-				order = append(order, base)
-				p := filepath.Join(dir, fmt.Sprint(id))
-				require.NoError(tw.t, os.WriteFile(p, tw.allocs[base], 0o644))
-				lines = append(lines, fmt.Sprintf("file %d %s", id, p))
-			}
-			args = append(args, fmt.Sprintf("ptr %d %d", id, off))
 		}
 	}
 	job := filepath.Join(dir, "job")

@@ -123,9 +123,11 @@ extern "C" {
 void rmsnorm(float*, unsigned short*, const float*, const float*, int, float);
 void add_bias(float*, const float*, int, int);
 void rope(float*, const float*, const float*, int, int, int);
-void store_kv(unsigned short*, unsigned short*, const float*, const float*, int, int, int, int);
-void attention(float*, const float*, const unsigned short*, const unsigned short*, float*, int, int, int, int,
-               int, int, int, float, int, unsigned short*);
+// The kernels that take a segment table, through kernels.cu's flat entry
+// points (count, then each segment's kc, vc pointers and pos, off, n, ring).
+void store_kv_flat(const float*, const float*, int, int, int, void* const*, const int*);
+void attention_flat(float*, const float*, float*, int, int, int, int, int, float, int, unsigned short*, int,
+                    void* const*, const int*);
 void glu(unsigned short*, const float*, const float*, int, int);
 void to_f16(unsigned short*, const float*, int);
 void add(float*, const float*, int);
@@ -193,6 +195,27 @@ int main(int argc, char** argv)
         args.push_back(a);
     }
 #define P(k, T) ((T*)args.at(k).p)
+    // segs gathers a segment table written flat from argument k on (the
+    // count, then per segment kc, vc, pos, off, n, ring) into ptrs and ints.
+    std::vector<void*> ptrs;
+    std::vector<int> ints;
+    auto segs = [&](size_t k) {
+        ptrs.clear(); // run() calls this once per CUDA thread; each kernel copies the table at entry
+        ints.clear();
+        const int count = args.at(k).i;
+        if (count < 1 || count > 64) {
+            throw std::runtime_error("segment count out of range");
+        }
+        for (int i = 0; i < count; i++) {
+            const size_t b = k + 1 + 6 * (size_t)i;
+            ptrs.push_back(args.at(b).p);
+            ptrs.push_back(args.at(b + 1).p);
+            for (size_t j = 2; j < 6; j++) {
+                ints.push_back(args.at(b + j).i);
+            }
+        }
+        return count;
+    };
     auto run = [&]() {
         const std::vector<Arg>& a = args;
         if (name == "rmsnorm")
@@ -202,18 +225,23 @@ int main(int argc, char** argv)
         else if (name == "rope")
             rope(P(0, float), P(1, float), P(2, float), a.at(3).i, a.at(4).i, a.at(5).i);
         else if (name == "store_kv")
-            store_kv(P(0, unsigned short), P(1, unsigned short), P(2, float), P(3, float), a.at(4).i, a.at(5).i,
-                     a.at(6).i, a.at(7).i);
+        {
+            const int count = segs(4);
+            store_kv_flat(P(0, float), P(1, float), a.at(2).i, a.at(3).i, count, ptrs.data(), ints.data());
+        }
         else if (name == "attention")
-            attention(P(0, float), P(1, float), P(2, unsigned short), P(3, unsigned short), P(4, float), a.at(5).i,
-                      a.at(6).i, a.at(7).i, a.at(8).i, a.at(9).i, a.at(10).i, a.at(11).i, a.at(12).f, a.at(13).i, P(14, unsigned short));
+        {
+            const int count = segs(11);
+            attention_flat(P(0, float), P(1, float), P(2, float), a.at(3).i, a.at(4).i, a.at(5).i, a.at(6).i, a.at(7).i,
+                           a.at(8).f, a.at(9).i, P(10, unsigned short), count, ptrs.data(), ints.data());
+        }
         else if (name == "glu")
             glu(P(0, unsigned short), P(1, float), P(2, float), a.at(3).i, a.at(4).i);
         else if (name == "to_f16")
             to_f16(P(0, unsigned short), P(1, float), a.at(2).i);
         else if (name == "add")
             add(P(0, float), P(1, float), a.at(2).i);
-        else if (name.rfind("matvec_", 0) == 0) {
+        else if (name == "matvec_1" || name == "matvec_4" || name == "matvec_16") {
             auto f = name == "matvec_1" ? matvec_1 : name == "matvec_4" ? matvec_4 : matvec_16;
             f(P(0, unsigned short), a.at(1).i, a.at(2).i, P(3, unsigned short), P(4, float), a.at(5).i,
               P(6, unsigned short), P(7, float), a.at(8).i, P(9, unsigned short), P(10, float), a.at(11).i, a.at(12).i,

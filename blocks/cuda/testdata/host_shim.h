@@ -26,6 +26,7 @@ void sw_sync();
 #define __device__
 #define __forceinline__ inline
 #define __shared__ static
+#define __grid_constant__
 
 inline void __syncthreads() { sw_sync(); }
 
