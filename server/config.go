@@ -179,8 +179,9 @@ func (c Config) Validate() error {
 func DeviceHelp() string {
 	return "where the blocks are computed: auto (a GPU when one is usable, else cpu), or one of the engine backends built in: " +
 		strings.Join(blocks.BackendNames(), ", ") + " (cuda:N for GPU N; /v1/info advertises it and its attention-cache dtype). " +
-		"On cuda, SWARM_CUDA_GEMM=cublas computes the matrix products with cuBLAS instead of swarm's matvec kernels " +
-		"(faster for batches of 4 or more sessions and long prompts, slower at one session) and SWARM_CUDA_PROFILE=pass|ops " +
+		"On cuda, SWARM_CUDA_GEMM picks the matrix products: auto (the default: swarm's tensor-core kernels, mma, on " +
+		"compute capability 8.0 and later, else its matvec kernels), mma, matvec or cublas (cuBLAS); the choices differ " +
+		"in the last bits, so servers that replay each other's sessions should share one. SWARM_CUDA_PROFILE=pass|ops " +
 		"prints where the GPU passes spent their time"
 }
 

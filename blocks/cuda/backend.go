@@ -105,8 +105,8 @@ func (b Backend) Describe() string {
 	}
 	if bl != nil {
 		desc += " products cublas (" + bl.lib.path + ")"
-	} else {
-		desc += " products matvec"
+	} else if p, err := products(d); err == nil {
+		desc += " products " + p
 	}
 	return desc
 }

@@ -67,3 +67,35 @@ func TestNewEngineWithoutGPU(t *testing.T) {
 	require.ErrorIs(t, err, ErrUnavailable)
 	require.Contains(t, (Backend{}).Describe(), "cuda:0 unavailable")
 }
+
+// SWARM_CUDA_GEMM: auto (or unset) takes the tensor-core kernels from
+// compute capability 8.0 on and matvec before it; mma is refused before
+// 8.0; an unknown value names the choices.
+func TestProducts(t *testing.T) {
+	ampere, turing := Device{Major: 8, Minor: 0}, Device{Ordinal: 1, Major: 7, Minor: 5}
+	for _, c := range []struct {
+		env  string
+		dev  Device
+		want string
+		err  string
+	}{
+		{"", ampere, "mma", ""},
+		{"auto", Device{Major: 9}, "mma", ""},
+		{"", turing, "matvec", ""},
+		{"matvec", ampere, "matvec", ""},
+		{"cublas", turing, "cublas", ""},
+		{"mma", ampere, "mma", ""},
+		{"mma", turing, "", "SWARM_CUDA_GEMM=mma needs mma.sync m16n8k16 tensor cores (compute capability 8.0 or later), cuda:1 is 7.5"},
+		{"MMA", ampere, "", `SWARM_CUDA_GEMM="MMA", want auto (the default), mma, matvec or cublas`},
+	} {
+		t.Setenv(gemmEnv, c.env)
+		got, err := products(c.dev)
+		if c.err != "" {
+			require.ErrorIs(t, err, ErrUnavailable, c.env)
+			require.ErrorContains(t, err, c.err)
+			continue
+		}
+		require.NoError(t, err, c.env)
+		require.Equal(t, c.want, got, "%q on %d.%d", c.env, c.dev.Major, c.dev.Minor)
+	}
+}

@@ -10,16 +10,19 @@
 // the library that could not be opened (ErrUnavailable).
 //
 // The kernels (RMSNorm, RoPE, SwiGLU/GeGLU, residual adds, attention over
-// each session's own cache, and the matrix products) are CUDA C in kernels.cu,
-// embedded in the binary and compiled with NVRTC for the GPU's architecture
-// at start; the PTX is cached on disk (kernels.go). Matrix products are the
-// matvec kernels (fp16 weights and activations, float32 sums in an order
-// that does not depend on the batch), or cuBLAS's cublasGemmEx with
-// SWARM_CUDA_GEMM=cublas. Weights of every GGUF type are widened to fp16 on
-// the host as they are uploaded. A pass of several sessions (a batch) runs
-// every kernel once for all of them: the cache stores and attention take a
-// table of the sessions' rows and caches (segTable). SWARM_CUDA_PROFILE=pass|ops prints where
-// the passes spent their time (profile.go).
+// each session's own cache, and the matrix products) are CUDA C in
+// kernels.cu, embedded in the binary and compiled with NVRTC for the GPU's
+// architecture at start; the PTX is cached on disk (kernels.go). Matrix
+// products are the engine's tensor-core kernels (mma.sync tiles, compute
+// capability 8.0 and later) or its matvec kernels (CUDA cores, older
+// GPUs), both with fp16 weights and activations and float32 sums in an
+// order that does not depend on the batch, or cuBLAS's cublasGemmEx;
+// SWARM_CUDA_GEMM picks (engine.go). Weights of every GGUF type are
+// widened to fp16 on the host as they are uploaded. A pass of several
+// sessions (a batch) runs every kernel once for all of them: the cache
+// stores and attention take a table of the sessions' rows and caches
+// (segTable). SWARM_CUDA_PROFILE=pass|ops prints where the passes spent
+// their time (profile.go).
 //
 // It must never import server, client, registry, placement, routing, sim or
 // cmd: it is a backend of package blocks, chosen by name.

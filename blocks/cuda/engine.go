@@ -51,29 +51,57 @@ type engine struct {
 	// cublas makes every matrix product a cuBLAS GEMM (SWARM_CUDA_GEMM=cublas)
 	// instead of the matvec kernels.
 	cublas bool
+	// mma makes the matrix products of rows a multiple of 8 halves wide the
+	// tensor-core kernels (the default on compute capability 8.0 and later)
+	// instead of matvec.
+	mma bool
 }
 
 // gemmEnv names the environment variable that picks the matrix products:
-// unset or "matvec" for the engine's own matvec kernels (kernels.cu, 10:
-// one read of the weights per pass, fused with the residual addition and
-// the gated activation), "cublas" for cublasGemmEx on column tiles of
-// gemmCols tokens (fp16 tensor cores, float32 sums). Either gives every
-// token the same values however the tokens are batched or chunked; the
-// two differ from each other in the last bits.
+//   - unset or "auto": "mma" on compute capability 8.0 and later, else
+//     "matvec";
+//   - "mma": the engine's tensor-core kernels (kernels.cu, 11: mma.sync
+//     tiles of 16 rows and 8 tokens, float32 sums, one read of the weights
+//     per pass, fused with the residual addition and the gated activation);
+//     rows not a multiple of 8 halves wide take matvec;
+//   - "matvec": the engine's CUDA-core kernels (kernels.cu, 10; the same
+//     fusions);
+//   - "cublas": cublasGemmEx on column tiles of gemmCols tokens (fp16
+//     tensor cores, float32 sums).
+//
+// Each gives every token the same values however the tokens are batched or
+// chunked; they differ from each other in the last bits, so the servers of
+// one swarm that replay each other's sessions should use one choice.
 const gemmEnv = "SWARM_CUDA_GEMM"
 
-// useCuBLAS reports whether SWARM_CUDA_GEMM asks for cuBLAS; any value
-// other than "", "matvec" and "cublas" is an error naming them. cuBLAS is
-// opened only then (libcublasLt alone maps half a gigabyte).
-func useCuBLAS() (bool, error) {
+// products returns the matrix products SWARM_CUDA_GEMM picks on dev:
+// "mma", "matvec" or "cublas". An unknown value, or "mma" on a GPU older
+// than compute capability 8.0, is an error naming the choices.
+func products(dev Device) (string, error) {
 	switch v := os.Getenv(gemmEnv); v {
-	case "", "matvec":
-		return false, nil
-	case "cublas":
-		return true, nil
+	case "", "auto":
+		if dev.Major >= 8 {
+			return "mma", nil
+		}
+		return "matvec", nil
+	case "mma":
+		if dev.Major < 8 {
+			return "", fmt.Errorf("%w: %s=mma needs mma.sync m16n8k16 tensor cores (compute capability 8.0 or later), cuda:%d is %d.%d", ErrUnavailable, gemmEnv, dev.Ordinal, dev.Major, dev.Minor)
+		}
+		return v, nil
+	case "matvec", "cublas":
+		return v, nil
 	default:
-		return false, fmt.Errorf("%w: %s=%q, want matvec (the default) or cublas", ErrUnavailable, gemmEnv, v)
+		return "", fmt.Errorf("%w: %s=%q, want auto (the default), mma, matvec or cublas", ErrUnavailable, gemmEnv, v)
 	}
+}
+
+// useCuBLAS reports whether SWARM_CUDA_GEMM asks for cuBLAS, checking the
+// value as products does. cuBLAS is opened only then (libcublasLt alone
+// maps half a gigabyte).
+func useCuBLAS() (bool, error) {
+	v, err := products(Device{Major: 8})
+	return v == "cublas", err
 }
 
 var _ blocks.Engine = (*engine)(nil)
@@ -124,8 +152,12 @@ func newEngine(g *gpu, t blocks.SpanTensors, cacheBytes func(swarm.ModelInfo) in
 	if useBLAS && g.blas == nil {
 		return nil, fmt.Errorf("%w: %s=cublas, but cuda:%d was opened without cuBLAS (set it before the first engine starts)", ErrUnavailable, gemmEnv, g.dev.Ordinal)
 	}
+	prod, err := products(g.dev)
+	if err != nil {
+		return nil, err
+	}
 	e := &engine{g: g, info: info, span: span, rope: rope, act: act, attnScale: float32(scale), prof: newProfile(),
-		cublas: useBLAS}
+		cublas: useBLAS, mma: prod == "mma"}
 	err = g.do(func() error {
 		for b := span.Start; b < span.End; b++ {
 			l, err := e.uploadLayer(t, b)

@@ -63,6 +63,27 @@ func mvLaunch(n, mode, rows int) (k kernel, grid, block uint32) {
 	return k, uint32((units + warps - 1) / warps), uint32(32 * warps)
 }
 
+// mmaLaunch is the launch of a tensor-core product (kernels.cu, 11) over
+// the pass's n tokens (at most maxChunk): the kernel by the tiles of 8
+// tokens it needs, one block of 8 warps a unit of 16 rows (mvStore,
+// mvAdd: rows are the stacked matrices') or of 8 gate and up rows (mvGLU:
+// rows are the gate's).
+func mmaLaunch(n, mode, rows int) (k kernel, grid, block uint32) {
+	switch {
+	case n <= 8:
+		k = kMMA8
+	case n <= 16:
+		k = kMMA16
+	default:
+		k = kMMA64
+	}
+	units := (rows + 15) / 16
+	if mode == mvGLU {
+		units = (rows + 7) / 8
+	}
+	return k, uint32(units), 256
+}
+
 // The modes of the matvec kernels (kernels.cu, 10).
 const (
 	mvStore = 0 // out = W · x, up to three matrices stacked
@@ -177,6 +198,9 @@ func (e *engine) forward(segs []seg, in, out []float32) error {
 			units = mats[0].m.rows
 		}
 		k, grid, block := mvLaunch(n, mode, units)
+		if e.mma && mats[0].m.cols%8 == 0 {
+			k, grid, block = mmaLaunch(n, mode, units)
+		}
 		run(func() string { return fmt.Sprintf("%s mode %d %dx%d", kernelNames[k], mode, rows, mats[0].m.cols) }, func() error {
 			return g.launch(k, grid, block, argPtr(x), argInt(mats[0].m.cols), argInt(n),
 				argPtr(a[0].m.p), argPtr(a[0].o), argInt(a[0].m.rows), argPtr(a[1].m.p), argPtr(a[1].o), argInt(a[1].m.rows),

@@ -620,6 +620,48 @@ __device__ __forceinline__ float warp_sum(float v)
     return v;
 }
 
+// mv_row resolves row r of a product's rows to its matrix row, output and
+// output row count: in modes 0 and 1 r counts through the stacked matrices
+// w0, w1, w2; in mode 2 it is a row of the gate w0, or of up w1 when up.
+// Past the end valid is false and the row is row 0 of w0 (read, never
+// written), so every lane still takes part in the warp's collective steps.
+__device__ __forceinline__ void mv_row(long long r, bool up, int mode, const unsigned short* w0, float* o0,
+                                       int rows0, const unsigned short* w1, float* o1, int rows1,
+                                       const unsigned short* w2, float* o2, int rows2, int cols,
+                                       const unsigned short** wr, float** orow, int* ostride, long long* ridx,
+                                       bool* valid)
+{
+    const unsigned short* w = w0;
+    float* o = o0;
+    int rows = rows0;
+    if (mode == 2) {
+        if (up) {
+            w = w1;
+            o = o1;
+        }
+    } else if (r >= rows0) {
+        r -= rows0;
+        w = w1;
+        o = o1;
+        rows = rows1;
+        if (r >= rows1) {
+            r -= rows1;
+            w = w2;
+            o = o2;
+            rows = rows2;
+        }
+    }
+    *valid = r < rows;
+    if (!*valid) {
+        w = w0;
+        r = 0;
+    }
+    *wr = w + (size_t)r * (size_t)cols;
+    *orow = o;
+    *ostride = rows;
+    *ridx = r;
+}
+
 template <int NC, int RW>
 __device__ __forceinline__ void matvec_body(const unsigned short* x, int cols, int n,
                                             const unsigned short* w0, float* o0, int rows0,
@@ -640,36 +682,9 @@ __device__ __forceinline__ void matvec_body(const unsigned short* x, int cols, i
     bool valid[RW];
 #pragma unroll
     for (int s = 0; s < RW; s++) {
-        long long g = mode == 2 ? (RW / 2) * unit + s / 2 : RW * unit + s;
-        const unsigned short* w = w0;
-        float* o = o0;
-        int rows = rows0;
-        if (mode == 2) {
-            if (s & 1) {
-                w = w1;
-                o = o1;
-            }
-        } else if (g >= rows0) {
-            g -= rows0;
-            w = w1;
-            o = o1;
-            rows = rows1;
-            if (g >= rows1) {
-                g -= rows1;
-                w = w2;
-                o = o2;
-                rows = rows2;
-            }
-        }
-        valid[s] = g < rows;
-        if (!valid[s]) {
-            w = w0;
-            g = 0;
-        }
-        wr[s] = w + (size_t)g * (size_t)cols;
-        orow[s] = o;
-        ostride[s] = rows;
-        ridx[s] = g;
+        const long long r = mode == 2 ? (RW / 2) * unit + s / 2 : RW * unit + s;
+        mv_row(r, (s & 1) != 0, mode, w0, o0, rows0, w1, o1, rows1, w2, o2, rows2, cols, &wr[s], &orow[s],
+               &ostride[s], &ridx[s], &valid[s]);
     }
     const bool vec = (cols & 7) == 0;
     // The wide tiles' staging: each thread loads at most XT of a chunk's
@@ -845,6 +860,217 @@ extern "C" __global__ void matvec_16(const unsigned short* x, int cols, int n, c
 {
     matvec_body<16, 2>(x, cols, n, w0, o0, rows0, w1, o1, rows1, w2, o2, rows2, mode, outh, act);
 }
+
+// ---------------------------------------------------------------------------
+// 11. mma_8, mma_16, mma_64
+//
+// The matrix products of 10 on the tensor cores (SWARM_CUDA_GEMM=mma, sm_80
+// and later): out[c, r] = sum_k W[r, k] * x[c, k], W [rows, cols] half,
+// x [n, cols] half, float32 sums, for cols % 8 == 0 and n <= 8*NT tokens
+// (NT = 1, 2, 8). A block of 8 warps computes a unit of 16 rows for every
+// token: warp w takes the 32-column chunks k0 = 32w, 32w + 256, ... in
+// order, each as two mma.sync m16n8k16 (f16 x f16, f32 accumulate) per tile
+// of 8 tokens, then the warps' partial sums are added in warp order,
+// ((w0 + w1) + w2) + ... + w7, through shared memory.
+//
+// A token's result depends only on its own x and W, never on n, NT or the
+// other tokens: the tensor core computes each element of a tile's output
+// from its own row of W, column of x and running sum; the chunks and warps
+// are summed in a fixed order; a tile's tokens past n are zeros. So a
+// decode step, a batch and a prefill chunk give every token bit for bit the
+// same values, as with 10 (whose sums are in another order: the two
+// families differ in the last bits, and an engine uses one).
+//
+// Lane l = 4g + q of a warp loads the 8 halves k0 + 8q .. k0 + 8q + 7 of
+// the unit's rows g and g+8 and of token g of each tile (16-byte loads,
+// each row's 64 bytes by 4 lanes); halves 0-3 fill the fragments of the
+// first mma, 4-7 of the second. That assigns W's and x's columns to the
+// fragments' k positions by one permutation, which leaves the dot products
+// unchanged.
+// Row units: mode 0 (store) and 1 (add): rows 16u .. 16u+15 of the stacked
+// matrices, written as in 10; mode 2 (glu): gate rows 8u .. 8u+7 as the
+// unit's rows 0-7 and the same rows of up as 8-15, so one lane holds the
+// gate and up sums of a row and token.
+// Launch: blockDim.x = 256, grid.x = units (ceil(rows/16) in modes 0 and 1,
+// ceil(rows0/8) in mode 2).
+
+#ifndef SWARM_HOST_EMULATION
+// mma16816 is D = A B + D for one m16n8k16 tile (PTX mma.sync, the
+// fragment layout of the PTX ISA: a0..a3 f16x2 of rows g, g+8 at k 2q,
+// then 2q+8; b0, b1 f16x2 of column g at k 2q, 2q+8; d rows g, g+8 at
+// columns 2q, 2q+1).
+__device__ __forceinline__ void mma16816(float* d, unsigned int a0, unsigned int a1, unsigned int a2,
+                                         unsigned int a3, unsigned int b0, unsigned int b1)
+{
+#if __CUDA_ARCH__ >= 800
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+                 "{%0,%1,%2,%3};"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+                 : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+#else
+    asm volatile("trap;"); // the engine runs these kernels only on sm_80 and later
+#endif
+}
+#else
+__device__ __forceinline__ void mma16816(float* d, unsigned int a0, unsigned int a1, unsigned int a2,
+                                         unsigned int a3, unsigned int b0, unsigned int b1)
+{
+    host_mma16816(d, a0, a1, a2, a3, b0, b1);
+}
+#endif
+
+// mma_unit_row is the row (see mv_row) of slot s (0: the unit's row g,
+// 1: row g+8) of unit u.
+__device__ __forceinline__ long long mma_unit_row(long long u, int g, int s, int mode)
+{
+    return mode == 2 ? 8 * u + g : 16 * u + g + 8 * s;
+}
+
+// MMA_WARPS is the warps of a block, which split each unit's columns.
+#define MMA_WARPS 8
+
+template <int NT>
+__device__ __forceinline__ void mma_body(const unsigned short* x, int cols, int n, const unsigned short* w0,
+                                         float* o0, int rows0, const unsigned short* w1, float* o1, int rows1,
+                                         const unsigned short* w2, float* o2, int rows2, int mode,
+                                         unsigned short* outh, int act)
+{
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    const int g = lane >> 2, q = lane & 3;
+    const long long unit = blockIdx.x;
+    const unsigned short* wr[2];
+    {
+        float* orow;
+        int ostride;
+        long long ridx;
+        bool valid;
+        for (int s = 0; s < 2; s++) {
+            mv_row(mma_unit_row(unit, g, s, mode), s == 1, mode, w0, o0, rows0, w1, o1, rows1, w2, o2, rows2, cols,
+                   &wr[s], &orow, &ostride, &ridx, &valid);
+        }
+    }
+    const int nt = (n + 7) / 8;
+    float acc[NT][4];
+#pragma unroll
+    for (int j = 0; j < NT; j++) {
+#pragma unroll
+        for (int i = 0; i < 4; i++) {
+            acc[j][i] = 0.0f;
+        }
+    }
+    const sw_u4 zero = {0u, 0u, 0u, 0u};
+    // Each iteration loads U chunks of every warp (W, and x for each tile)
+    // before it multiplies them, so several loads are in flight per lane.
+    // Warp w takes chunks w, w + MMA_WARPS, ... in ascending order whatever
+    // U is. Every warp runs the same iterations (a warp past the end adds
+    // zeros), so the block's barriers in the host emulation stay uniform.
+    constexpr int U = NT >= 8 ? 2 : 4;
+    for (int k0 = 0; k0 < cols; k0 += 32 * MMA_WARPS * U) {
+        sw_u4 a[U], b[U], xv[U][NT];
+#pragma unroll
+        for (int u = 0; u < U; u++) {
+            const int k = k0 + 32 * (warp + MMA_WARPS * u) + 8 * q;
+            a[u] = zero;
+            b[u] = zero;
+            if (k < cols) {
+                a[u] = load16(wr[0] + k);
+                b[u] = load16(wr[1] + k);
+            }
+#pragma unroll
+            for (int j = 0; j < NT; j++) {
+                const int c = 8 * j + g;
+                xv[u][j] = zero;
+                if (j < nt && c < n && k < cols) {
+                    xv[u][j] = load16(x + (size_t)c * (size_t)cols + k);
+                }
+            }
+        }
+#pragma unroll
+        for (int u = 0; u < U; u++) {
+#pragma unroll
+            for (int j = 0; j < NT; j++) {
+                if (j < nt) { // nt is the same in every lane: the mma stays warp-uniform
+                    mma16816(acc[j], a[u].a, b[u].a, a[u].b, b[u].b, xv[u][j].a, xv[u][j].b);
+                    mma16816(acc[j], a[u].c, b[u].c, a[u].d, b[u].d, xv[u][j].c, xv[u][j].d);
+                }
+            }
+        }
+    }
+    // The warps' sums, added in warp order by the threads that write them.
+    __shared__ float part[MMA_WARPS][NT][32][4];
+#pragma unroll
+    for (int j = 0; j < NT; j++) {
+#pragma unroll
+        for (int i = 0; i < 4; i++) {
+            part[warp][j][lane][i] = acc[j][i];
+        }
+    }
+    __syncthreads();
+    for (int e = threadIdx.x; e < nt * 32; e += blockDim.x) {
+        const int j = e >> 5, l = e & 31, lg = l >> 2, lq = l & 3;
+        float sum[4];
+        for (int i = 0; i < 4; i++) {
+            float v = part[0][j][l][i];
+            for (int w = 1; w < MMA_WARPS; w++) {
+                v += part[w][j][l][i];
+            }
+            sum[i] = v;
+        }
+        const unsigned short* wrs;
+        float* orow[2];
+        int ostride[2];
+        long long ridx[2];
+        bool valid[2];
+        for (int s = 0; s < 2; s++) {
+            mv_row(mma_unit_row(unit, lg, s, mode), s == 1, mode, w0, o0, rows0, w1, o1, rows1, w2, o2, rows2, cols,
+                   &wrs, &orow[s], &ostride[s], &ridx[s], &valid[s]);
+        }
+        for (int h = 0; h < 2; h++) {
+            const int c = 8 * j + 2 * lq + h;
+            if (c >= n) {
+                continue;
+            }
+            const size_t t = (size_t)c;
+            if (mode == 2) {
+                if (valid[0]) {
+                    outh[t * (size_t)rows0 + (size_t)ridx[0]] = f16(glu_one(sum[h], sum[2 + h], act));
+                }
+                continue;
+            }
+            for (int s = 0; s < 2; s++) {
+                if (valid[s]) {
+                    float* dst = orow[s] + t * (size_t)ostride[s] + (size_t)ridx[s];
+                    *dst = mode == 1 ? *dst + sum[2 * s + h] : sum[2 * s + h];
+                }
+            }
+        }
+    }
+}
+
+extern "C" __global__ void mma_8(const unsigned short* x, int cols, int n, const unsigned short* w0, float* o0,
+                                 int rows0, const unsigned short* w1, float* o1, int rows1,
+                                 const unsigned short* w2, float* o2, int rows2, int mode, unsigned short* outh,
+                                 int act)
+{
+    mma_body<1>(x, cols, n, w0, o0, rows0, w1, o1, rows1, w2, o2, rows2, mode, outh, act);
+}
+
+extern "C" __global__ void mma_16(const unsigned short* x, int cols, int n, const unsigned short* w0, float* o0,
+                                  int rows0, const unsigned short* w1, float* o1, int rows1,
+                                  const unsigned short* w2, float* o2, int rows2, int mode, unsigned short* outh,
+                                  int act)
+{
+    mma_body<2>(x, cols, n, w0, o0, rows0, w1, o1, rows1, w2, o2, rows2, mode, outh, act);
+}
+
+extern "C" __global__ void mma_64(const unsigned short* x, int cols, int n, const unsigned short* w0, float* o0,
+                                  int rows0, const unsigned short* w1, float* o1, int rows1,
+                                  const unsigned short* w2, float* o2, int rows2, int mode, unsigned short* outh,
+                                  int act)
+{
+    mma_body<8>(x, cols, n, w0, o0, rows0, w1, o1, rows1, w2, o2, rows2, mode, outh, act);
+}
+
 
 #ifdef SWARM_HOST_EMULATION
 // The host emulation's entry points for the kernels that take a segment

@@ -21,6 +21,7 @@ var kernelNames = [numKernels]string{
 	kRMSNorm: "rmsnorm", kAddBias: "add_bias", kRoPE: "rope", kStoreKV: "store_kv", kAttention: "attention",
 	kGLU: "glu", kToF16: "to_f16", kAdd: "add", kF16ToF32: "f16_to_f32",
 	kMatvec1: "matvec_1", kMatvec4: "matvec_4", kMatvec16: "matvec_16",
+	kMMA8: "mma_8", kMMA16: "mma_16", kMMA64: "mma_64",
 }
 
 // kernel indexes kernelNames.
@@ -39,6 +40,9 @@ const (
 	kMatvec1
 	kMatvec4
 	kMatvec16
+	kMMA8
+	kMMA16
+	kMMA64
 	numKernels
 )
 

@@ -76,6 +76,9 @@ func TestKernelsCompile(t *testing.T) {
 					require.Contains(t, body, "fma.rn.f32", "%s: the matvec sums are written as fmaf", name)
 					continue
 				}
+				if strings.HasPrefix(name, "mma_") {
+					require.Contains(t, body, "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32", "%s: tensor-core tiles", name)
+				}
 				require.NotContains(t, body, "fma.rn.f32", "%s: --fmad=false, so no multiply-add is contracted", name)
 			}
 		})

@@ -41,6 +41,15 @@ type twin struct {
 	mu     sync.Mutex
 	allocs map[uint64][]byte // base address -> memory
 	fns    map[uintptr]kernel
+	// launched counts each kernel's launches (under mu).
+	launched [numKernels]int
+}
+
+// launches returns how many times each kernel has been launched.
+func (tw *twin) launches() [numKernels]int {
+	tw.mu.Lock()
+	defer tw.mu.Unlock()
+	return tw.launched
 }
 
 // kernelParams are the parameter kinds of each kernel, in order: p a
@@ -49,6 +58,7 @@ var kernelParams = [numKernels]string{
 	kRMSNorm: "ppppif", kAddBias: "ppii", kRoPE: "pppiii", kStoreKV: "ppiiS",
 	kAttention: "pppiiiiifipS", kGLU: "pppii", kToF16: "ppi", kAdd: "ppi", kF16ToF32: "ppi",
 	kMatvec1: "piippippippiipi", kMatvec4: "piippippippiipi", kMatvec16: "piippippippiipi",
+	kMMA8: "piippippippiipi", kMMA16: "piippippippiipi", kMMA64: "piippippippiipi",
 }
 
 // newTwinGPU returns a gpu whose driver and cuBLAS are a twin.
@@ -158,6 +168,9 @@ func (tw *twin) launch(fn uintptr, gx, gy, gz, bx, by, bz, shared uint32, _ uint
 	if !ok || gy != 1 || gz != 1 || by != 1 || bz != 1 || shared != 0 {
 		tw.t.Fatalf("twin: launch of %d on %dx%dx%d x %dx%dx%d", fn, gx, gy, gz, bx, by, bz)
 	}
+	tw.mu.Lock()
+	tw.launched[k]++
+	tw.mu.Unlock()
 	kinds := kernelParams[k]
 	if kinds == "" {
 		tw.t.Fatalf("twin: kernelParams has no entry for %s", kernelNames[k])
@@ -268,7 +281,7 @@ func (b twinBackend) NewEngine(t blocks.SpanTensors) (blocks.Engine, error) {
 // upload, the replay check; the cuBLAS products; and a prefill longer
 // than one chunk.
 func TestEngineOnTwin(t *testing.T) {
-	g, _ := newTwinGPU(t)
+	g, tw := newTwinGPU(t)
 	tb := twinBackend{g}
 	dir := t.TempDir()
 	// compare runs the parity harness on a synthesized model.
@@ -293,11 +306,18 @@ func TestEngineOnTwin(t *testing.T) {
 			cases = append(cases, struct{ arch, dtype string }{arch, "f16"})
 		}
 	}
+	// The twin is compute capability 9.0: the products default to mma.
 	for _, c := range cases {
 		t.Run(c.arch+"/"+c.dtype, func(t *testing.T) {
+			before := tw.launches()
 			rep := compare(t, c.arch, c.dtype, 1, 5, 2)
 			require.NotNil(t, rep.BatchExact, "the CUDA engine batches")
 			require.Positive(t, rep.MaxAbsErr, "fp16 products differ from the CPU's float32 ones")
+			after := tw.launches()
+			require.Greater(t, after[kMMA8], before[kMMA8], "the products ran on mma_8")
+			for _, k := range []kernel{kMatvec1, kMatvec4, kMatvec16} {
+				require.Equal(t, before[k], after[k], "no %s launch", kernelNames[k])
+			}
 		})
 	}
 	// The cuBLAS products (SWARM_CUDA_GEMM=cublas) instead of the matvec
@@ -307,6 +327,21 @@ func TestEngineOnTwin(t *testing.T) {
 		rep := compare(t, synth.ArchGemma3, "f16", 1, 5, 2)
 		require.NotNil(t, rep.BatchExact)
 	})
+	// The CUDA-core products (SWARM_CUDA_GEMM=matvec): llama's SwiGLU and
+	// gemma3's GeGLU, post-norms and sliding windows, batch and replay
+	// exact.
+	for _, arch := range []string{synth.ArchLlama, synth.ArchGemma3} {
+		t.Run(arch+"/f16/matvec", func(t *testing.T) {
+			t.Setenv(gemmEnv, "matvec")
+			before := tw.launches()
+			rep := compare(t, arch, "f16", 3, 5, 2)
+			require.NotNil(t, rep.BatchExact)
+			after := tw.launches()
+			require.Greater(t, after[kMatvec1], before[kMatvec1], "decode steps ran on matvec_1")
+			require.Greater(t, after[kMatvec4], before[kMatvec4], "passes of 2-4 tokens ran on matvec_4")
+			require.Equal(t, before[kMMA8], after[kMMA8], "no mma_8 launch")
+		})
+	}
 	// A prefill of more than one chunk (maxChunk tokens) over a model with
 	// sliding windows: the chunks and the rings must still agree.
 	t.Run("gemma3/f16/chunked", func(t *testing.T) {
@@ -371,5 +406,5 @@ func TestEngineWithoutCuBLAS(t *testing.T) {
 	t.Setenv(gemmEnv, "cuBLASLt")
 	_, err = m.LoadSpanWith(twinBackend{g}, span)
 	require.ErrorIs(t, err, ErrUnavailable)
-	require.ErrorContains(t, err, `SWARM_CUDA_GEMM="cuBLASLt", want matvec (the default) or cublas`)
+	require.ErrorContains(t, err, `SWARM_CUDA_GEMM="cuBLASLt", want auto (the default), mma, matvec or cublas`)
 }

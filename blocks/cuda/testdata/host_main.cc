@@ -138,6 +138,9 @@ void f16_to_f32(float*, const unsigned short*, int);
 SW_MATVEC_DECL(matvec_1)
 SW_MATVEC_DECL(matvec_4)
 SW_MATVEC_DECL(matvec_16)
+SW_MATVEC_DECL(mma_8)
+SW_MATVEC_DECL(mma_16)
+SW_MATVEC_DECL(mma_64)
 }
 
 struct Arg {
@@ -241,8 +244,14 @@ int main(int argc, char** argv)
             to_f16(P(0, unsigned short), P(1, float), a.at(2).i);
         else if (name == "add")
             add(P(0, float), P(1, float), a.at(2).i);
-        else if (name == "matvec_1" || name == "matvec_4" || name == "matvec_16") {
-            auto f = name == "matvec_1" ? matvec_1 : name == "matvec_4" ? matvec_4 : matvec_16;
+        else if (name == "matvec_1" || name == "matvec_4" || name == "matvec_16" || name.rfind("mma_", 0) == 0) {
+            auto f = name == "matvec_1" ? matvec_1
+                : name == "matvec_4"    ? matvec_4
+                : name == "matvec_16"   ? matvec_16
+                : name == "mma_8"       ? mma_8
+                : name == "mma_16"      ? mma_16
+                : name == "mma_64"      ? mma_64
+                                        : throw std::runtime_error("unknown kernel " + name);
             f(P(0, unsigned short), a.at(1).i, a.at(2).i, P(3, unsigned short), P(4, float), a.at(5).i,
               P(6, unsigned short), P(7, float), a.at(8).i, P(9, unsigned short), P(10, float), a.at(11).i, a.at(12).i,
               P(13, unsigned short), a.at(14).i);
@@ -253,7 +262,7 @@ int main(int argc, char** argv)
     };
     gridDim = {grid, 1, 1};
     blockDim = {block, 1, 1};
-    if (name != "rmsnorm" && name != "attention" && name.rfind("matvec_", 0) != 0) {
+    if (name != "rmsnorm" && name != "attention" && name.rfind("matvec_", 0) != 0 && name.rfind("mma_", 0) != 0) {
         // No barriers: the CUDA threads run one after another.
         for (unsigned b = 0; b < grid; b++) {
             blockIdx = {b, 0, 0};

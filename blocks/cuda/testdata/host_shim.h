@@ -67,3 +67,42 @@ inline float host_f32(unsigned short b)
     std::memcpy(&h, &b, sizeof h);
     return (float)h;
 }
+
+// host_mma16816 is PTX mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32
+// for the warp of the calling thread: each lane passes its fragments (the
+// PTX ISA's layout: a0..a3 f16x2 of rows g, g+8 at k 2q, then 2q+8; b0, b1
+// f16x2 of column g at k 2q, 2q+8; d rows g, g+8 at columns 2q, 2q+1, for
+// lane 4g+q) through slots and two block-wide barriers, so every thread of
+// the block must call it at the same point. Each element sums its 16
+// products onto d with fmaf in k order (the hardware's order differs; the
+// tests check the kernels against float64 and against themselves).
+inline void host_mma16816(float* d, unsigned a0, unsigned a1, unsigned a2, unsigned a3, unsigned b0, unsigned b1)
+{
+    static unsigned A[1024][4], B[1024][2];
+    const unsigned t = threadIdx.x;
+    A[t][0] = a0;
+    A[t][1] = a1;
+    A[t][2] = a2;
+    A[t][3] = a3;
+    B[t][0] = b0;
+    B[t][1] = b1;
+    sw_sync();
+    const unsigned base = t & ~31u, lane = t & 31u, g = lane >> 2, q = lane & 3u;
+    auto half = [](unsigned reg, unsigned k) { return host_f32((unsigned short)((k & 1u) ? reg >> 16 : reg & 0xffffu)); };
+    // a(r, k): row r (0..15), column k (0..15) of A; b(k, c) likewise of B.
+    auto a = [&](unsigned r, unsigned k) { return half(A[base + 4 * (r & 7u) + ((k & 7u) >> 1)][(r >> 3) + 2 * (k >> 3)], k); };
+    auto b = [&](unsigned k, unsigned c) { return half(B[base + 4 * c + ((k & 7u) >> 1)][k >> 3], k); };
+    float out[4];
+    for (unsigned i = 0; i < 4; i++) {
+        const unsigned r = i < 2 ? g : g + 8, c = 2 * q + (i & 1u);
+        float s = d[i];
+        for (unsigned k = 0; k < 16; k++) {
+            s = fmaf(a(r, k), b(k, c), s);
+        }
+        out[i] = s;
+    }
+    sw_sync();
+    for (unsigned i = 0; i < 4; i++) {
+        d[i] = out[i];
+    }
+}
