@@ -31,6 +31,8 @@ const maxSegs = 64
 
 var _ [maxSegs - maxChunk]struct{} // a pass of maxChunk one-row sessions fits
 
+var _ [64 - maxChunk]struct{} // mma_64 takes a pass of maxChunk tokens
+
 // mvOut is one matrix of a matvec launch and its float32 output [n, rows]
 // (0 in mode mvGLU).
 type mvOut struct {
@@ -110,11 +112,12 @@ const gemmCols = 16
 //	x += post(Wo · attention(q, caches))
 //	x += post(W2 · (act(W1·RMSNorm(x)) * (W3·RMSNorm(x))))
 //
-// Matrix products take fp16 inputs and sum in float32, on the matvec
-// kernels (Q, K and V in one launch, W1 and W3 with the activation in
-// one, Wo and W2 adding into x when there is no post-norm) or, with
+// Matrix products take fp16 inputs and sum in float32, on the mma or
+// matvec kernels (Q, K and V in one launch, W1 and W3 with the activation
+// in one, Wo and W2 adding into x when there is no post-norm) or, with
 // SWARM_CUDA_GEMM=cublas, on cuBLAS; the rest are the kernels of
-// kernels.cu in float32.
+// kernels.cu in float32, the cache stores and attention one launch each for
+// all the pass's sessions.
 func (e *engine) forward(segs []seg, in, out []float32) error {
 	info := &e.info
 	d, hd, nh, nkv := info.DModel, info.HeadDim, info.NHeads, info.NKVHeads
@@ -125,6 +128,11 @@ func (e *engine) forward(segs []seg, in, out []float32) error {
 	for _, sg := range segs {
 		n += sg.n
 		ctxMax = max(ctxMax, sg.pos+sg.n)
+	}
+	if n > maxChunk || len(segs) > maxSegs {
+		// ForwardBatch and session.run never pass more; the kernels' tables
+		// and tiles are sized for it.
+		return fmt.Errorf("cuda: a pass of %d rows in %d sessions, at most %d rows", n, len(segs), maxChunk)
 	}
 	prof, bk := e.prof, bucket(n)
 	start := time.Now()
