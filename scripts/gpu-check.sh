@@ -13,8 +13,9 @@
 #   3. a swarm of one GPU server and one CPU server, greedy against --local
 #      (scripts/gpu-swarm-e2e.sh): stories260K and a synthesized model;
 #   4. swarm bench server --device cuda on a synthesized 7B-shaped f16 span
-#      of 2 blocks: the server's own per-block decode time at batch 1 and 16
-#      (tau_s, tau_batch) and the websocket throughput at concurrency 1, 16;
+#      of 2 blocks: the server's own per-block decode time at batch 1 .. 16
+#      (tau_s, tau_batch) and the websocket throughput at concurrency 1, 4,
+#      16, 64; then SWARM_CUDA_GEMM=mma against matvec, interleaved;
 #   5. PyTorch's LlamaDecoderLayer on the same shape and dtype, batch 1 and
 #      16 (scripts/torch_block_bench.py), and the HBM copy bandwidth;
 #   6. per-kernel device times of the f16 span at batch 1 with Nsight
@@ -73,11 +74,22 @@ WORK="$W/e2e-synth" timeout 90 bash scripts/gpu-swarm-e2e.sh "$W/synth/synth.ggu
 step "synthesize a 7B-shaped f16 span (d 4096, ffn 11008, 32 heads, 2 blocks)"
 "$SW" model synth --layers 2 --dim 4096 --ffn 11008 --heads 32 --kv-heads 32 --vocab 32000 \
   --dtype f16 --formats gguf --out "$W/m7f16" 2>&1 | tail -n 1
-step "swarm bench server --device cuda, f16"
-SWARM_CUDA_PROFILE=${PROFILE:-} timeout 150 "$SW" bench server --device cuda --model "$W/m7f16/m7f16.gguf" --blocks 0:2 --concurrency 1,16 \
+step "swarm bench server --device cuda, f16 (the default products)"
+SWARM_CUDA_PROFILE=${PROFILE:-} timeout 150 "$SW" bench server --device cuda --model "$W/m7f16/m7f16.gguf" --blocks 0:2 --concurrency 1,4,16,64 \
   --tokens 32 --prefill 512 --measure-cache "$W/measure" --json > "$OUT/bench-f16.json" 2> "$W/bench-f16.log"
 echo "rc=$?"; grep -i 'device\|error' "$W/bench-f16.log" | head -n 5; grep -A 40 'cuda profile' "$W/bench-f16.log" | head -n 40
 python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); print(json.dumps({k: r.get(k) for k in ("tau_s","tau_batch","results","prefill")}))' "$OUT/bench-f16.json" 2>/dev/null || tail -n 20 "$W/bench-f16.log"
+
+step "SWARM_CUDA_GEMM=mma against matvec, f16, 3 interleaved rounds"
+summary='import json,sys; d=json.load(sys.stdin); print("tau ms " + " ".join("b%d=%.4f" % (t["batch"], t["tau"]*1e3) for t in d["tau_batch"]) + " | tok/s " + " ".join("c%d=%.0f" % (r["concurrency"], r["aggregate_tok_s"]) for r in d["results"]) + " | prefill512 %.0f" % d["prefill"]["batched_tok_s"])'
+for round in 1 2 3; do
+  for v in mma matvec; do
+    r=$(SWARM_CUDA_GEMM=$v timeout 90 "$SW" bench server --device cuda --model "$W/m7f16/m7f16.gguf" --blocks 0:2 \
+      --concurrency 1,4,16,64 --tokens 32 --prefill 512 --measure-cache "$W/measure-$v-$round" --json 2> "$W/bench-$v-$round.log" \
+      | python3 -c "$summary")
+    echo "round $round $v: $r"
+  done
+done
 
 step "PyTorch LlamaDecoderLayer, same shape, fp16, batch 1 and 16"
 PYTHONUNBUFFERED=1 timeout 120 python3 scripts/torch_block_bench.py --batch 1,16 > "$OUT/torch.json" 2> "$W/torch.log"
@@ -88,7 +100,7 @@ NCU=$(command -v ncu || ls /usr/local/cuda/bin/ncu 2>/dev/null | head -n 1)
 if [ -n "$NCU" ]; then
   timeout 150 "$NCU" --cache-control none --clock-control none --csv \
     --metrics gpu__time_duration.sum,dram__bytes_read.sum,launch__grid_size \
-    -k 'regex:^(matvec_1|rmsnorm|attention|rope|store_kv)$' --launch-skip 100 --launch-count 40 \
+    -k 'regex:^(matvec_1|mma_8|rmsnorm|attention|rope|store_kv)$' --launch-skip 100 --launch-count 40 \
     "$SW" bench server --device cuda --model "$W/m7f16/m7f16.gguf" --blocks 0:2 --concurrency 1 \
     --tokens 8 --prefill 0 --measure-cache "$W/measure-ncu" > "$OUT/ncu.csv" 2> "$W/ncu.log"
   echo "rc=$?"
