@@ -35,6 +35,16 @@ func reduceAcc(acc *[gemmAcc]float32, i int) float32 {
 // chunks does not change it: the accumulators carry over between calls.
 const gemmChunkBlocks = 32
 
+// gemmPairChunkBlocks is gemmChunkBlocks for the 6-row kernel
+// (gemmF16x6x4), whose calls go over all the inputs for one pair of row
+// groups: the pair's chunk (6 rows of 2048 binary16, 24 KiB) stays in L1
+// for every input while the inputs come from L2, each load serving 6
+// rows. Measured with BenchmarkMulRowsF16 ([4096, 4096], one goroutine,
+// GFLOP/s at 16 / 64 inputs): 3x4 kernel, inputs outer, 1024 columns
+// 119-127 / 140; 6x4, pairs outer: 1024 columns 137-140 / 157-162, 2048
+// 145-147 / 166-167, 4096 130-132 / 141-145.
+const gemmPairChunkBlocks = 64
+
 // gemmMaxInputs is the most inputs one gemmTile call takes: its
 // accumulators (gemmMaxInputs/4 groups of inputs times prefillTile/3 groups
 // of rows, 1.5 KiB each) and its inputs' chunk (64 x 2 KiB) stay in L2.
@@ -45,7 +55,10 @@ const gemmMaxInputs = 64
 // here, not on the stack, because reduce3x4 is a function value and would
 // move them to the heap on every call).
 type gemmScratch struct {
-	accs [prefillTile / gemmRows * gemmMaxInputs / gemmInputs][gemmAcc]float32
+	// accs holds accumulator blocks of gemmAcc values, group g of inputs
+	// tg at block tg*groups+g, so that groups g and g+1 are adjacent for
+	// tileRows.group2.
+	accs [prefillTile / gemmRows * gemmMaxInputs / gemmInputs * gemmAcc]float32
 	sums [prefillTile / gemmRows][gemmRows * gemmInputs]float32
 }
 
@@ -71,6 +84,10 @@ type tileRows struct {
 	group    func(r, b0, nb int, x []float32, acc *[gemmAcc]float32)
 	dot2     func(r int, x0, x1 []float32) (float32, float32)
 	dot      func(r int, x []float32) float32
+	// w16 is the binary16 rows of an f16Tile, which gemmF16x6x4 (where
+	// gemm6x4) takes 6 at a time: what group gives for rows r..r+2 and
+	// r+3..r+5, bit for bit.
+	w16 []uint16
 }
 
 // f32Tile is the float32 rows [nr, cols] of rows, for inputs ldx apart.
@@ -90,7 +107,7 @@ func f32Tile(rows []float32, nr, cols, ldx int) tileRows {
 func f16Tile(w []uint16, nr, cols, ldx int) tileRows {
 	dot := func(r int, x []float32) float32 { return dotF16(w[r*cols:(r+1)*cols], x) }
 	return tileRows{
-		nr: nr, cols: cols, ldx: ldx,
+		nr: nr, cols: cols, ldx: ldx, w16: w,
 		group: func(r, b0, nb int, x []float32, acc *[gemmAcc]float32) {
 			gemmF16x3x4(w[r*cols+32*b0:], cols, x[32*b0:], ldx, nb, acc)
 		},
@@ -101,10 +118,13 @@ func f16Tile(w []uint16, nr, cols, ldx int) tileRows {
 
 // gemmTile computes out[t*outRows + r0 + r] = row r · x[t] for the rows of
 // tile (at most prefillTile) and the first n inputs of x (stride cols),
-// with tile.group for whole groups of 3 rows and 4 inputs, gemmMaxInputs
-// inputs and gemmChunkBlocks*32 columns at a time, and tile.dot2/dot for
-// the rest: every value bit for bit what the row's dot product gives
-// alone. cols must be a multiple of 32 and the GEMM kernels not nil.
+// with gemmF16x6x4 for pairs of groups of 3 rows and 4 inputs (binary16
+// rows, where gemm6x4: each pair over all the inputs in turn,
+// gemmPairChunkBlocks*32 columns at a time), tile.group for the other
+// whole groups (each group of inputs over all the groups in turn,
+// gemmChunkBlocks*32 columns at a time), gemmMaxInputs inputs at a time, and
+// tile.dot2/dot for the rest: every value bit for bit what the row's dot
+// product gives alone. cols must be a multiple of 32 and the GEMM kernels not nil.
 func gemmTile(out []float32, outRows, r0 int, tile tileRows, x []float32, n int) {
 	nr, cols, ldx := tile.nr, tile.cols, tile.ldx
 	groups := nr / gemmRows
@@ -113,23 +133,37 @@ func gemmTile(out []float32, outRows, r0 int, tile tileRows, x []float32, n int)
 		defer gemmScratches.Put(scratch)
 		accs, sums := &scratch.accs, &scratch.sums
 		blocks := cols / 32
+		acc := func(i int) *[gemmAcc]float32 { return (*[gemmAcc]float32)(accs[i*gemmAcc:]) }
+		pairs := tile.w16 != nil && gemm6x4
+		chunk := gemmChunkBlocks
+		if pairs {
+			chunk = gemmPairChunkBlocks
+		}
 		for t0 := 0; t0+gemmInputs <= n; t0 += gemmMaxInputs {
 			tgroups := min(n-t0, gemmMaxInputs) / gemmInputs
-			for i := range groups * tgroups {
-				clear(accs[i][:])
-			}
-			for b0 := 0; b0 < blocks; b0 += gemmChunkBlocks {
-				nb := min(gemmChunkBlocks, blocks-b0)
+			clear(accs[:groups*tgroups*gemmAcc])
+			for b0 := 0; b0 < blocks; b0 += chunk {
+				nb := min(chunk, blocks-b0)
+				g0 := 0 // the first group not done in pairs
+				if pairs {
+					g0 = groups / 2 * 2
+					for g := 0; g < g0; g += 2 {
+						for tg := range tgroups {
+							xt := x[(t0+tg*gemmInputs)*ldx:]
+							gemmF16x6x4(tile.w16[g*gemmRows*cols+32*b0:], cols, xt[32*b0:], ldx, nb, (*[2 * gemmAcc]float32)(accs[(tg*groups+g)*gemmAcc:]))
+						}
+					}
+				}
 				for tg := range tgroups {
 					xt := x[(t0+tg*gemmInputs)*ldx:]
-					for g := range groups {
-						tile.group(g*gemmRows, b0, nb, xt, &accs[tg*groups+g])
+					for g := g0; g < groups; g++ {
+						tile.group(g*gemmRows, b0, nb, xt, acc(tg*groups+g))
 					}
 				}
 			}
 			for tg := range tgroups {
 				for g := range groups {
-					reduce3x4(&accs[tg*groups+g], &sums[g])
+					reduce3x4(acc(tg*groups+g), &sums[g])
 				}
 				// Each input's outputs together (see mulRowsQ8).
 				for tt := range gemmInputs {

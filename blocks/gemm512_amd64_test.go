@@ -53,11 +53,50 @@ func TestGemmAVX512MatchesAVX2(t *testing.T) {
 	}
 }
 
+// TestGemmF16x6x4MatchesTwo3x4 requires the 6-row x 4-input binary16
+// kernel to leave every partial sum exactly as two AVX2 3x4 calls (rows
+// 0..2 and 3..5) do, from non-zero starting accumulators, for 0, 1 and many
+// blocks, with strides that are not multiples of the block.
+func TestGemmF16x6x4MatchesTwo3x4(t *testing.T) {
+	if !avx512Kernels {
+		t.Skip("this CPU has no AVX-512 F/DQ/VL: the AVX2 kernels are the ones in use")
+	}
+	require.True(t, gemm6x4, "with AVX-512, gemmTile's binary16 tiles run the 6-row kernel")
+	rng := rand.New(rand.NewPCG(7, 8))
+	for _, blocks := range []int{0, 1, 5, 128} {
+		const lda, ldx = 4200, 4176
+		w := make([]uint16, 6*lda)
+		x := make([]float32, 4*ldx)
+		for i := range w {
+			w[i] = f32ToF16(float32(rng.NormFloat64()))
+		}
+		for i := range x {
+			x[i] = float32(rng.NormFloat64())
+		}
+		var start [2 * gemmAcc]float32
+		for i := range start {
+			start[i] = float32(rng.NormFloat64())
+		}
+		lo, hi := [gemmAcc]float32(start[:gemmAcc]), [gemmAcc]float32(start[gemmAcc:])
+		gemmF16x3x4AVX2(w, lda, x, ldx, blocks, &lo)
+		gemmF16x3x4AVX2(w[3*lda:], lda, x, ldx, blocks, &hi)
+		got := start
+		gemmF16x6x4AVX512(w, lda, x, ldx, blocks, &got)
+		for i := range lo {
+			require.Equal(t, math.Float32bits(lo[i]), math.Float32bits(got[i]), "%d blocks, rows 0..2, acc %d", blocks, i)
+			require.Equal(t, math.Float32bits(hi[i]), math.Float32bits(got[gemmAcc+i]), "%d blocks, rows 3..5, acc %d", blocks, i)
+		}
+		if blocks > 0 {
+			require.NotEqual(t, start, got, "the kernel added nothing")
+		}
+	}
+}
+
 // BenchmarkGemmF16x3x4 times one 3-row x 4-input tile of binary16 weights
 // over 4096 columns with each kernel (GFLOP/s reported), the inner loop of
 // batched decode and prefill on f16 spans.
 func BenchmarkGemmF16x3x4(b *testing.B) {
-	const cols = 4096
+	cols := benchGemmCols
 	w := make([]uint16, 3*cols)
 	x := make([]float32, 4*cols)
 	for i := range w {
@@ -83,7 +122,24 @@ func BenchmarkGemmF16x3x4(b *testing.B) {
 			b.ReportMetric(float64(2*3*4*cols)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
 		})
 	}
+	if avx512Kernels {
+		// 6 rows x 4 inputs: each input load serves 6 rows.
+		w6 := make([]uint16, 6*cols)
+		for i := range w6 {
+			w6[i] = f32ToF16(float32(i%7) - 3)
+		}
+		b.Run("avx512-6x4", func(b *testing.B) {
+			var acc [2 * gemmAcc]float32
+			for b.Loop() {
+				gemmF16x6x4AVX512(w6, cols, x, cols, cols/32, &acc)
+			}
+			b.ReportMetric(float64(2*6*4*cols)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+		})
+	}
 }
+
+// benchGemmCols is the row length of BenchmarkGemmF16x3x4.
+var benchGemmCols = 4096
 
 // BenchmarkMulRowsF16 times mulRows of a [4096, 4096] binary16 matrix over
 // n inputs on one goroutine, with each GEMM kernel: the tiling around the

@@ -12,15 +12,19 @@ import (
 
 // TestGemmTileMatchesDot requires every value of gemmTile to equal dotF32
 // (float32 rows) or dotF16 (binary16 rows) of its row and input bit for bit, for tiles with leftover rows and inputs:
-// the batched path must not change a row's result.
+// the batched path must not change a row's result. Where the CPU has
+// AVX-512, the binary16 tiles run the 6-row kernel too.
 func TestGemmTileMatchesDot(t *testing.T) {
 	if gemmF32x3x4 == nil {
 		t.Skip("no GEMM kernel in this build (portable kernels): mulRows uses dotF32x2")
 	}
 	rng := rand.New(rand.NewPCG(3, 4))
-	for _, cols := range []int{32, 96, 4096} {
-		for _, nr := range []int{1, 3, 5, 12} {
-			for _, n := range []int{1, 2, 4, 7, 9} {
+	// 4192 columns: a wide chunk (gemmWideChunkBlocks) and 3 blocks more;
+	// 6, 9 and 12 rows: one or two pairs of groups for the 6-row kernel,
+	// with and without a group left over.
+	for _, cols := range []int{32, 96, 4096, 4192} {
+		for _, nr := range []int{1, 3, 5, 6, 9, 12} {
+			for _, n := range []int{1, 2, 4, 7, 9, 16} {
 				rows := make([]float32, nr*cols)
 				x := make([]float32, n*cols)
 				for i := range rows {

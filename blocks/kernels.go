@@ -35,6 +35,12 @@ var (
 	gemmF32x3x4 func(a []float32, lda int, x []float32, ldx int, blocks int, acc *[gemmAcc]float32)
 	// gemmF16x3x4 is gemmF32x3x4 for binary16 rows, summed as dotF16 sums.
 	gemmF16x3x4 func(w []uint16, ldw int, x []float32, ldx int, blocks int, acc *[gemmAcc]float32)
+	// gemm6x4 reports whether gemmF16x6x4 is in use: it does what two
+	// gemmF16x3x4 calls do for rows 0..2 and 3..5 of w, into acc[:gemmAcc]
+	// and acc[gemmAcc:], bit for bit, each input load serving 6 rows
+	// (AVX-512 only: 24 accumulators and 6 rows need the 32 vector
+	// registers).
+	gemm6x4 bool
 	// dotF16Rows sets out[r] = dotF16(w[r*cols:(r+1)*cols], x) for
 	// r < len(out), bit for bit, in one call (decode's rows of a tile).
 	dotF16Rows = func(w []uint16, cols int, x []float32, out []float32) {

@@ -53,6 +53,9 @@ func gemmF32x3x4AVX512(a []float32, lda int, x []float32, ldx int, blocks int, a
 func gemmF16x3x4AVX512(a []uint16, lda int, x []float32, ldx int, blocks int, acc *[gemmAcc]float32)
 
 //go:noescape
+func gemmF16x6x4AVX512(a []uint16, lda int, x []float32, ldx int, blocks int, acc *[2 * gemmAcc]float32)
+
+//go:noescape
 func reduce3x4AVX2(acc *[gemmAcc]float32, out *[gemmRows * gemmInputs]float32)
 
 func cpuid(leaf, sub uint32) (eax, ebx, ecx, edx uint32)
@@ -131,4 +134,16 @@ func useGemm(avx512 bool) {
 		_ = x[3*ldx+32*blocks-1]
 		g16(w, ldw, x, ldx, blocks, acc)
 	}
+	gemm6x4 = avx512
+}
+
+// gemmF16x6x4 is gemmF16x6x4AVX512 with its reads bounded (see gemm6x4).
+// A plain function, not a function value like gemmF16x3x4: the assembly
+// does not keep its arguments, and a call through a function value would
+// make gemmTile's tile escape to the heap.
+func gemmF16x6x4(w []uint16, ldw int, x []float32, ldx int, blocks int, acc *[2 * gemmAcc]float32) {
+	// Bound the reads: rows 0..5 and inputs 0..3 of 32*blocks elements.
+	_ = w[5*ldw+32*blocks-1]
+	_ = x[3*ldx+32*blocks-1]
+	gemmF16x6x4AVX512(w, ldw, x, ldx, blocks, acc)
 }
