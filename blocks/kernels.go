@@ -58,8 +58,10 @@ var (
 
 // Kernels names the compute kernels this process chose at start from the
 // CPU's features: "go" (the portable kernels, and always under -tags
-// purego), "avx2" (AVX2/FMA/F16C) or "avx2+avx512" (AVX-512 GEMM kernels
-// too). Servers and `swarm bench` log it.
+// purego), "avx2" (AVX2/FMA/F16C), "avx2+avx512" (AVX-512 GEMM kernels
+// too) or "avx2+avx512+vnni" (and the 8-bit-activation products of the
+// quantized types). Servers log it and show it in /v1/info
+// (api.Info.Kernels); `swarm bench` prints it.
 func Kernels() string { return kernelSet }
 
 // The kernels are written so that widening a row and then calling dotF32 on

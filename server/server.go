@@ -36,6 +36,7 @@ type Server struct {
 	memory     int64
 	adm        *admission.Controller
 	timing     Timing
+	kernels    string                       // api.Info.Kernels: the CPU kernel set or the GPU's description
 	steps      *stepper                     // the step loop all sessions compute through
 	metrics    atomic.Pointer[Metrics]      // SetMetrics; nil: not reported
 	fallback   atomic.Pointer[http.Handler] // SetFallback; nil: 404
@@ -127,8 +128,10 @@ func newServer(ctx context.Context, cfg Config, log *slog.Logger, engine blocks.
 	if cfg.Device == blocks.AutoBackendName {
 		log.Info("device auto", "chose", AutoDevice())
 	}
+	kernels := blocks.Kernels()
 	if d, ok := backend.(interface{ Describe() string }); ok {
-		log.Info("device", "device", d.Describe())
+		kernels = d.Describe()
+		log.Info("device", "device", kernels)
 	}
 	var t Timing
 	if cfg.Timing != nil {
@@ -139,7 +142,7 @@ func newServer(ctx context.Context, cfg Config, log *slog.Logger, engine blocks.
 	}
 	s := &Server{
 		cfg: cfg, log: log, engine: engine, backend: backend, info: info, maxLength: maxLength, memory: memory,
-		adm: adm, timing: t,
+		adm: adm, timing: t, kernels: kernels,
 		peers:      newPeerSessions(cfg.MaxSessionsPerPeer),
 		maxPayload: wire.MaxStepPayload(maxLength, info.DModel),
 		upgrader: websocket.Upgrader{
@@ -216,6 +219,7 @@ func (s *Server) Info() api.Info {
 		Measurement:    s.timing.Detail,
 		NonFiniteSteps: s.nonFinite.Load(),
 		Admission:      snap,
+		Kernels:        s.kernels,
 	}
 }
 

@@ -116,6 +116,8 @@ func TestInfo(t *testing.T) {
 	require.Equal(t, &info, got.ModelInfo)
 	require.Equal(t, info.CacheBytesPerToken, got.CacheBytesPerToken, "s_c per token as the server computes it")
 	require.Equal(t, "cpu", got.Device)
+	require.Contains(t, []string{"go", "avx2", "avx2+avx512", "avx2+avx512+vnni"}, got.Kernels,
+		"the CPU engine's kernel set, as the server logs it")
 	require.Equal(t, swarm.DTypeF32, got.CacheDType)
 	require.Equal(t, swarm.DTypeF32, got.WeightDType, "stories260K.bin is llama2.c float32")
 	require.Equal(t, int64(2*info.NKVHeads*info.HeadDim*4), got.CacheBytesPerToken, "float32 K and V")
