@@ -55,9 +55,9 @@ const gemmMaxInputs = 64
 // here, not on the stack, because reduce3x4 is a function value and would
 // move them to the heap on every call).
 type gemmScratch struct {
-	// accs holds accumulator blocks of gemmAcc values, group g of inputs
-	// tg at block tg*groups+g, so that groups g and g+1 are adjacent for
-	// tileRows.group2.
+	// accs holds accumulator blocks of gemmAcc values, row group g and
+	// inputs group tg at block tg*groups+g, so that the blocks of groups g
+	// and g+1 are adjacent for gemmF16x6x4.
 	accs [prefillTile / gemmRows * gemmMaxInputs / gemmInputs * gemmAcc]float32
 	sums [prefillTile / gemmRows][gemmRows * gemmInputs]float32
 }
@@ -122,9 +122,10 @@ func f16Tile(w []uint16, nr, cols, ldx int) tileRows {
 // rows, where gemm6x4: each pair over all the inputs in turn,
 // gemmPairChunkBlocks*32 columns at a time), tile.group for the other
 // whole groups (each group of inputs over all the groups in turn,
-// gemmChunkBlocks*32 columns at a time), gemmMaxInputs inputs at a time, and
-// tile.dot2/dot for the rest: every value bit for bit what the row's dot
-// product gives alone. cols must be a multiple of 32 and the GEMM kernels not nil.
+// gemmChunkBlocks*32 columns at a time), gemmMaxInputs inputs at a time,
+// and tile.dot2/dot for the rest: every value bit for bit what the row's
+// dot product gives alone. cols must be a multiple of 32 and the GEMM
+// kernels not nil.
 func gemmTile(out []float32, outRows, r0 int, tile tileRows, x []float32, n int) {
 	nr, cols, ldx := tile.nr, tile.cols, tile.ldx
 	groups := nr / gemmRows
