@@ -58,15 +58,6 @@ type Info struct {
 	// NonFiniteSteps counts the steps a block server refused since it
 	// started because their hidden states held NaN or Inf.
 	NonFiniteSteps int64 `json:"non_finite_steps"`
-	// Kernels names a block server's compute kernels, as it logs them at
-	// start: for the CPU engine the kernel set chosen from the CPU's
-	// features ("go", "avx2", "avx2+avx512", "avx2+avx512+vnni"), for a GPU
-	// the device, its compute capability and its matrix products
-	// ("cuda:0 NVIDIA H100 ... sm_90 ... products mma"). Engines with other
-	// kernels give a token the same result up to its last bits, so a
-	// session's failover replay is bit for bit only between servers whose
-	// Kernels are equal. Empty for a replica.
-	Kernels string `json:"kernels,omitempty"`
 	// BackendModel is a replica's engine's own model id (its first
 	// /v1/models entry), the "model" its requests must name; empty for a
 	// block server.

@@ -30,8 +30,10 @@ type StatusServer struct {
 	Sessions       int     `json:"sessions"`
 	CacheFreeBytes int64   `json:"cache_free_bytes"`
 	HeartbeatAgeS  float64 `json:"heartbeat_age_s"` // now - its last stamp: < 0 when its clock runs ahead
-	// Device and TauBatch (seconds per block by batch size) as the server advertises them.
+	// Device, Kernels and TauBatch (seconds per block by batch size) as
+	// the server advertises them.
 	Device   string           `json:"device,omitempty"`
+	Kernels  string           `json:"kernels,omitempty"`
 	TauBatch []swarm.BatchTau `json:"tau_batch,omitempty"`
 	// PublicName, Reachability and Endpoints (websocket URL, libp2p
 	// multiaddrs) as the server advertises them (`swarm serve
@@ -51,7 +53,7 @@ func WriteStatusJSON(w io.Writer, entries []registry.Entry) error {
 		out.Servers = append(out.Servers, StatusServer{
 			ID: e.NodeID, Provider: e.Info.Provider, Model: e.Info.Model, Start: e.Info.Span.Start, End: e.Info.Span.End,
 			State: e.State.String(), Tau: e.Info.Tau, Sessions: len(e.Info.Sessions), CacheFreeBytes: e.Info.CacheBytesFree,
-			HeartbeatAgeS: time.Since(e.Heartbeat).Seconds(), Device: e.Info.Device, TauBatch: e.Info.TauBatch,
+			HeartbeatAgeS: time.Since(e.Heartbeat).Seconds(), Device: e.Info.Device, Kernels: e.Info.Kernels, TauBatch: e.Info.TauBatch,
 			PublicName: e.Info.PublicName, Reachability: e.Info.Reachability, Endpoints: e.Info.Endpoints,
 		})
 	}

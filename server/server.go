@@ -207,7 +207,7 @@ func (s *Server) Info() api.Info {
 			ID: id, Model: s.info.Name, Span: s.cfg.Blocks, ModelBlocks: s.info.NBlocks,
 			Tau: s.timing.Tau, TauI: s.timing.TauI, TauBatch: s.timing.TauBatch,
 			MemoryBytes: s.memory, CacheBytesCapacity: s.adm.CacheBudget(), CacheBytesPerToken: s.info.CacheBytesPerToken,
-			Device: s.backend.Name(), CacheDType: s.backend.CacheDType(), WeightDType: s.info.DType,
+			Device: s.backend.Name(), CacheDType: s.backend.CacheDType(), WeightDType: s.info.DType, Kernels: s.kernels,
 			SlidingWindow: s.info.SlidingWindow, SlidingPattern: s.info.SlidingPattern,
 			CacheBytesFree: snap.CacheBytesFree,
 			Sessions:       snap.Loads(), Endpoints: endpoints, ProtocolVersion: swarm.ProtocolVersion,
@@ -219,7 +219,6 @@ func (s *Server) Info() api.Info {
 		Measurement:    s.timing.Detail,
 		NonFiniteSteps: s.nonFinite.Load(),
 		Admission:      snap,
-		Kernels:        s.kernels,
 	}
 }
 
