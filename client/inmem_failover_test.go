@@ -281,3 +281,50 @@ func (c *lateErrorConn) Close() error {
 	c.closeOnce.Do(func() { close(c.closed) })
 	return c.FrameConn.Close()
 }
+
+// TestInMemFailoverPrefersSameKernels: when the middle hop of [0,2),
+// [2,4), [4,6) crashes, the replacement is the spare that advertises the
+// victim's kernels (slower) rather than one that advertises other kernels
+// (faster), whose replay would rebuild the caches only up to the last
+// bits; with only the other-kernels spare left, the session fails over to
+// it. (Every server here computes alike; the test fetcher only relabels
+// one server's kernels.)
+func TestInMemFailoverPrefersSameKernels(t *testing.T) {
+	m := servertest.NewModel(t, servertest.ModelConfig())
+	const tokens, at = 20, 8
+	want := localGenerate(t, m, tokens)
+	for _, sameSpare := range []bool{true, false} {
+		t.Run(fmt.Sprintf("same-kernels spare=%v", sameSpare), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				n := servertest.NewNetwork(t, m)
+				specs := []fleetSpec{
+					{spanOf(0, 2), 0}, {spanOf(2, 4), 0}, {spanOf(4, 6), 0},
+					{spanOf(2, 4), 2 * time.Millisecond}, // other kernels, faster
+				}
+				if sameSpare {
+					specs = append(specs, fleetSpec{spanOf(2, 4), 10 * time.Millisecond})
+				}
+				fleet := memFleet(n, specs)
+				other := fleet[3].URL
+				relabel := client.WithInfoFetcher(func(ctx context.Context, ep api.Endpoint) (api.Info, error) {
+					info, err := n.Info(ctx, ep)
+					if err == nil && ep.Inference == other {
+						info.Kernels = "other"
+					}
+					return info, err
+				})
+				sess := memOpen(t, m, n, tokens+1, fleet[:3], relabel)
+				got := memGenerate(t, m, sess, tokens, at, func() { fleet[1].Kill() })
+				require.Equal(t, want.tokens, ids(got))
+
+				st := sess.Stats()
+				wantChain := urls(fleet[0], fleet[3], fleet[2])
+				if sameSpare {
+					wantChain = urls(fleet[0], fleet[4], fleet[2])
+				}
+				require.Equal(t, wantChain, chainURLs(st.Hops))
+				require.Equal(t, 1, st.Failovers)
+			})
+		})
+	}
+}

@@ -262,9 +262,27 @@ func (s *Session) stepTimeout(n int) time.Duration {
 	return s.c.cfg.stepTimeout * time.Duration(1+n/64)
 }
 
+// replayCompatible returns the candidates that compute a span as the
+// server of was did: the same weight conversion, attention-cache dtype and
+// kernels (swarm.ServerInfo.Kernels). A replay on them rebuilds the failed
+// hop's caches bit for bit; on others only up to the last bits, or not at
+// all for another conversion of the model.
+func replayCompatible(cands []Candidate, was swarm.ServerInfo) []Candidate {
+	var out []Candidate
+	for _, c := range cands {
+		in := c.Info.ServerInfo
+		if in.WeightDType == was.WeightDType && in.CacheDType == was.CacheDType && in.Kernels == was.Kernels {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
 // failover replaces hop i, which failed with cause while processing a step
 // at pos: it chooses servers covering the hop's blocks (WS-RR on Lemma 3.1
-// sub-spans), opens sessions there, replays the hop's history (its inputs at
+// sub-spans; among the servers replayCompatible with the failed one when
+// they cover the blocks, so that the replay is bit for bit), opens
+// sessions there, replays the hop's history (its inputs at
 // positions 0..pos-1; each replacement's outputs feed the next
 // replacement's replay), and splices them into the chain. A replacement
 // that fails is left out and the choice made again.
@@ -297,7 +315,14 @@ func (s *Session) failover(ctx context.Context, i, pos int, cause error) error {
 		if srcErr != nil {
 			return fmt.Errorf("%w: hop %d at %s (blocks %s) failed: %w; %w", ErrFailover, i, url, failed.span, cause, srcErr)
 		}
-		plan, err := s.c.route(RouteRequest{Model: s.c.model, Need: failed.span, MaxLength: s.maxLength, Exclude: s.excluded}, cands)
+		req := RouteRequest{Model: s.c.model, Need: failed.span, MaxLength: s.maxLength, Exclude: s.excluded}
+		// Servers that compute as the failed one did first, so that the
+		// replay gives its caches bit for bit; any server if they cannot
+		// cover the blocks.
+		plan, err := s.c.route(req, replayCompatible(cands, failed.cand.Info.ServerInfo))
+		if err != nil {
+			plan, err = s.c.route(req, cands)
+		}
 		if err != nil {
 			return fmt.Errorf("%w: hop %d at %s (blocks %s) failed: %w; no replacement: %w", ErrFailover, i, url, failed.span, cause, err)
 		}
