@@ -24,9 +24,14 @@ const ctx = await m.createContext({
 const out = {};
 for (const L of JSON.parse(lensJSON)) {
   const seq = ctx.getSequence();
+  // The probabilities are those before sampling; the sampled token does not
+  // matter, but an end-of-generation one would end the generator without a
+  // value (node-llama-cpp stops there unless yieldEogToken), so it is
+  // yielded too, and the seed makes the draw the same every run.
   const gen = seq.evaluateWithMetadata(ids.slice(0, L), {probabilities: true},
-    {temperature: 1, topK: 0, topP: 1, minP: 0});
+    {temperature: 1, topK: 0, topP: 1, minP: 0, seed: 1, yieldEogToken: true});
   const r = await gen.next();
+  if (r.done) throw new Error(`prefix ${L}: llama.cpp yielded no token`);
   const p = new Array(m.tokens.vocabSize ?? 0).fill(0);
   for (const [tok, prob] of r.value.probabilities) p[tok] = prob;
   out[L] = p;
