@@ -53,6 +53,19 @@ func TestGemmAVX512MatchesAVX2(t *testing.T) {
 	}
 }
 
+// TestUseGemmKeepsKernelSet: the benchmarks switch the GEMM kernels with
+// useGemm and switch them back; the name Kernels reports (which servers
+// advertise) must come back whole, "+vnni" included.
+func TestUseGemmKeepsKernelSet(t *testing.T) {
+	before := Kernels()
+	useGemm(false)
+	useGemm(avx512Kernels)
+	require.Equal(t, before, Kernels())
+	if vnniKernels {
+		require.Equal(t, "avx2+avx512+vnni", before)
+	}
+}
+
 // TestGemmF16x6x4MatchesTwo3x4 requires the 6-row x 4-input binary16
 // kernel to leave every partial sum exactly as two AVX2 3x4 calls (rows
 // 0..2 and 3..5) do, from non-zero starting accumulators, for 0, 1 and many

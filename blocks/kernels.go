@@ -52,7 +52,8 @@ var (
 	cvtF16  = cvtF16Go
 	cvtBF16 = cvtBF16Go
 	// kernelSet names the kernels chosen at init: "go" (portable),
-	// "avx2" or "avx2+avx512" (amd64, by CPU feature).
+	// "avx2", "avx2+avx512" or "avx2+avx512+vnni" (amd64, by CPU feature;
+	// useGemm sets it).
 	kernelSet = "go"
 )
 

@@ -123,6 +123,9 @@ func useGemm(avx512 bool) {
 		g32, g16 = gemmF32x3x4AVX512, gemmF16x3x4AVX512
 		kernelSet = "avx2+avx512"
 	}
+	if vnniKernels { // the 8-bit-activation products, which useGemm does not switch
+		kernelSet += "+vnni"
+	}
 	gemmF32x3x4 = func(a []float32, lda int, x []float32, ldx int, blocks int, acc *[gemmAcc]float32) {
 		// Bound the reads: rows 0..2 and inputs 0..3 of 32*blocks elements.
 		_ = a[2*lda+32*blocks-1]

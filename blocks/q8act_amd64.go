@@ -89,12 +89,6 @@ var eightBitActivations = vnniKernels
 // tiles: only the assembly tile is faster than one output at a time.
 var q8Tiles = vnniKernels
 
-func init() {
-	if vnniKernels {
-		kernelSet = "avx2+avx512+vnni"
-	}
-}
-
 // q4_KTile adds to acc (zero: to zeros instead) the accumulators of
 // Q4_K row w times the Q8_K inputs t < T (lda bytes apart), output t,
 // over nsb blocks of 256, exactly as q4_KLanes would; when out is not
