@@ -36,7 +36,7 @@ type Server struct {
 	memory     int64
 	adm        *admission.Controller
 	timing     Timing
-	kernels    string                       // api.Info.Kernels: the CPU kernel set or the GPU's description
+	kernels    string                       // swarm.ServerInfo.Kernels: the CPU kernel set, or the GPU backend's Kernels
 	steps      *stepper                     // the step loop all sessions compute through
 	metrics    atomic.Pointer[Metrics]      // SetMetrics; nil: not reported
 	fallback   atomic.Pointer[http.Handler] // SetFallback; nil: 404
@@ -128,10 +128,12 @@ func newServer(ctx context.Context, cfg Config, log *slog.Logger, engine blocks.
 	if cfg.Device == blocks.AutoBackendName {
 		log.Info("device auto", "chose", AutoDevice())
 	}
-	kernels := blocks.Kernels()
 	if d, ok := backend.(interface{ Describe() string }); ok {
-		kernels = d.Describe()
-		log.Info("device", "device", kernels)
+		log.Info("device", "device", d.Describe())
+	}
+	kernels := blocks.Kernels()
+	if k, ok := backend.(interface{ Kernels() string }); ok {
+		kernels = k.Kernels()
 	}
 	var t Timing
 	if cfg.Timing != nil {

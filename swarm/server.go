@@ -173,11 +173,11 @@ type ServerInfo struct {
 	// may hold different conversions of it (f16, q8_0, ...). Invalid (omitted)
 	// from full-range and older servers.
 	WeightDType DType `json:"weight_dtype,omitempty"`
-	// Kernels names a block server's compute kernels, as it logs them at
-	// start: for the CPU engine the kernel set chosen from the CPU's
-	// features ("go", "avx2", "avx2+avx512", "avx2+avx512+vnni"), for a GPU
-	// the device, its compute capability and its matrix products
-	// ("cuda:0 NVIDIA H100 ... sm_90 ... products mma"). Engines with other
+	// Kernels names a block server's compute kernels: for the CPU engine
+	// the kernel set chosen from the CPU's features ("go", "avx2",
+	// "avx2+avx512", "avx2+avx512+vnni"), for a GPU its compute capability,
+	// matrix products and NVRTC version ("cuda sm_90 mma nvrtc 12.4"; the
+	// blocks/cuda Backend.Kernels). Engines with other
 	// kernels give a token the same result up to its last bits, so a
 	// session's failover replay is bit for bit only between servers whose
 	// Kernels (and CacheDType) are equal. Empty from full-range and older

@@ -111,6 +111,37 @@ func (b Backend) Describe() string {
 	return desc
 }
 
+// Kernels names what decides a token's bits on this backend's GPU, for
+// swarm.ServerInfo.Kernels: its compute capability, the matrix products
+// (SWARM_CUDA_GEMM: mma, matvec or cublas) and the NVRTC that compiles
+// kernels.cu, without the ordinal, memory or driver, which do not change
+// them ("cuda sm_90 mma nvrtc 12.4"). Two servers with equal Kernels
+// compute a session alike, so a failover replay between them is bit for
+// bit. "" when the GPU is unavailable.
+func (b Backend) Kernels() string {
+	devs, err := Devices()
+	if err != nil || b.ordinal >= len(devs) {
+		return ""
+	}
+	d := devs[b.ordinal]
+	p := "cublas"
+	if useBLAS, _ := useCuBLAS(); !useBLAS {
+		if p, err = products(d); err != nil {
+			return ""
+		}
+	}
+	v := "unknown"
+	if n, err := loadNVRTC(); err == nil {
+		v = n.version()
+	}
+	return kernelsOf(d, p, v)
+}
+
+// kernelsOf is Backend.Kernels for device d, products p and NVRTC version v.
+func kernelsOf(d Device, p, v string) string {
+	return fmt.Sprintf("cuda sm_%d%d %s nvrtc %s", d.Major, d.Minor, p, v)
+}
+
 // gpus keeps one opened gpu per ordinal and cache directory: engines of
 // the same device share its context, module, stream and cuBLAS handle.
 var (

@@ -66,6 +66,24 @@ func TestNewEngineWithoutGPU(t *testing.T) {
 	_, err = (Backend{}).MemoryBytes()
 	require.ErrorIs(t, err, ErrUnavailable)
 	require.Contains(t, (Backend{}).Describe(), "cuda:0 unavailable")
+	require.Empty(t, (Backend{}).Kernels(), "no kernels to advertise without a GPU")
+}
+
+// TestKernelsOf: what a GPU server advertises as its kernels names the
+// compute capability, the products and the NVRTC version, and not the
+// ordinal, memory or driver, so that equal GPUs on two hosts (or two GPUs
+// of one host) advertise the same string.
+func TestKernelsOf(t *testing.T) {
+	h100 := Device{Ordinal: 0, Name: "NVIDIA H100 80GB HBM3", Major: 9, Minor: 0, TotalBytes: 80 << 30, DriverVersion: 12040}
+	other := h100
+	other.Ordinal, other.TotalBytes, other.DriverVersion = 3, 79<<30, 12080
+	require.Equal(t, "cuda sm_90 mma nvrtc 12.4", kernelsOf(h100, "mma", "12.4"))
+	require.Equal(t, kernelsOf(h100, "mma", "12.4"), kernelsOf(other, "mma", "12.4"))
+	require.NotEqual(t, kernelsOf(h100, "mma", "12.4"), kernelsOf(h100, "matvec", "12.4"))
+	require.NotEqual(t, kernelsOf(h100, "mma", "12.4"), kernelsOf(h100, "mma", "11.8"))
+	a100 := h100
+	a100.Major = 8
+	require.NotEqual(t, kernelsOf(h100, "mma", "12.4"), kernelsOf(a100, "mma", "12.4"))
 }
 
 // SWARM_CUDA_GEMM: auto (or unset) takes the tensor-core kernels from
