@@ -109,7 +109,7 @@ func TestGemmF16x6x4MatchesTwo3x4(t *testing.T) {
 // over 4096 columns with each kernel (GFLOP/s reported), the inner loop of
 // batched decode and prefill on f16 spans.
 func BenchmarkGemmF16x3x4(b *testing.B) {
-	cols := benchGemmCols
+	const cols = 4096
 	w := make([]uint16, 3*cols)
 	x := make([]float32, 4*cols)
 	for i := range w {
@@ -150,9 +150,6 @@ func BenchmarkGemmF16x3x4(b *testing.B) {
 		})
 	}
 }
-
-// benchGemmCols is the row length of BenchmarkGemmF16x3x4.
-var benchGemmCols = 4096
 
 // BenchmarkMulRowsF16 times mulRows of a [4096, 4096] binary16 matrix over
 // n inputs on one goroutine, with each GEMM kernel: the tiling around the
