@@ -17,6 +17,7 @@ func TestAsmGenerated(t *testing.T) {
 	require.NoError(t, err, "the assembly generators need python3 (make test installs it)")
 	for script, outs := range map[string][]string{
 		"gemm512.py": {"gemm512_amd64.s"},
+		"f16x8.py":   {"f16x8_amd64.s"},
 		"q8gemm.py":  {"q8gemm_amd64.s"},
 		"kquant.py":  {"kquant_amd64.s", "kquant_amd64.go"},
 	} {

@@ -46,3 +46,7 @@ func Unmapped(m *Model) func() bool {
 		return mp.data == nil
 	}
 }
+
+// F16x8 reports whether this process sums binary16 products as f16x8
+// (gemm_x8.go): one 8-lane accumulator a row, where CPUs lack AVX-512.
+func F16x8() bool { return f16x8 }

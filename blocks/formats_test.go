@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	gguf "github.com/gpustack/gguf-parser-go"
@@ -51,7 +52,15 @@ func TestSynthFormatsAgree(t *testing.T) {
 				require.Equal(t, c.KVHeads, info.NKVHeads, name)
 				require.Equal(t, c.FFN, info.FFNDim, name)
 				require.Equal(t, c.Vocab, info.Vocab, name)
-				require.Equal(t, want, logitsOf(t, l, testTokens), name)
+				got := logitsOf(t, l, testTokens)
+				if dt == swarm.DTypeF16 && blocks.F16x8() && strings.HasPrefix(name, "llama2c") {
+					// llama2.c files hold float32 weights: under f16x8 their
+					// products sum otherwise than the binary16 ones (gemm_x8.go),
+					// the same values to float32 rounding.
+					requireLogitsClose(t, want, got, 1e-5, name)
+					continue
+				}
+				require.Equal(t, want, got, name)
 			}
 		})
 	}
@@ -71,6 +80,19 @@ func TestSynthQ8_0(t *testing.T) {
 	want := logitsOf(t, load(t, paths["llama2c-v0"]), testTokens)
 	got := logitsOf(t, q8, testTokens)
 	requireEightBitClose(t, want, got)
+}
+
+// requireLogitsClose requires every logit of got within tol (absolute) of
+// want's, position by position.
+func requireLogitsClose(t *testing.T, want, got [][]float32, tol float64, name string) {
+	t.Helper()
+	require.Len(t, got, len(want), name)
+	for p := range want {
+		require.Len(t, got[p], len(want[p]), name)
+		for i := range want[p] {
+			require.InDelta(t, want[p][i], got[p][i], tol, "%s: position %d logit %d", name, p, i)
+		}
+	}
 }
 
 // requireEightBitClose requires logits of a model whose products round

@@ -151,29 +151,64 @@ func BenchmarkGemmF16x3x4(b *testing.B) {
 	}
 }
 
-// BenchmarkMulRowsF16 times mulRows of a [4096, 4096] binary16 matrix over
-// n inputs on one goroutine, with each GEMM kernel: the tiling around the
-// kernel (cache reuse of rows and inputs) at decode-batch and prefill sizes.
+// BenchmarkMulRowsF16 times the products of binary16 matrices with n inputs
+// for each kernel set: "avx2" (dotF16AVX2's four accumulators: the 3x4
+// tiles of gemmTile), "f16x8" (one accumulator a row: mulRowsF16x8, what
+// CPUs without AVX-512 run) and "avx512" (where the CPU has it). mulRows
+// of [4096, 4096] on one goroutine measures the tiling around the kernel
+// (cache reuse of rows and inputs) at decode-batch and prefill sizes;
+// mulMats of the 7B shapes [11008, 4096] (w1, w3) and [4096, 11008] (w2)
+// on every core is what a batch's feed-forward step does, with the rows
+// streaming from memory.
 func BenchmarkMulRowsF16(b *testing.B) {
 	rng := rand.New(rand.NewPCG(1, 1))
-	m := benchMatrix(rng, 4096, 4096, swarm.DTypeF16)
+	square := benchMatrix(rng, 4096, 4096, swarm.DTypeF16)
 	defer useGemm(avx512Kernels)
-	for _, kernel := range []string{"avx2", "avx512"} {
-		if kernel == "avx512" && !avx512Kernels {
-			continue
+	defer useF16x8(f16x8)
+	sets := []string{"avx2", "f16x8"}
+	if avx512Kernels {
+		sets = append(sets, "avx512")
+	}
+	use := func(set string) {
+		useGemm(set == "avx512")
+		useF16x8(set == "f16x8")
+	}
+	inputs := func(n, cols int) []float32 {
+		x := make([]float32, n*cols)
+		for i := range x {
+			x[i] = float32(i%7) / 7
 		}
+		return x
+	}
+	for _, set := range sets {
 		for _, n := range []int{16, 64} {
-			b.Run(fmt.Sprintf("%s/n=%d", kernel, n), func(b *testing.B) {
-				useGemm(kernel == "avx512")
-				x := make([]float32, n*m.cols)
-				for i := range x {
-					x[i] = float32(i%7) / 7
-				}
+			b.Run(fmt.Sprintf("%s/rows/n=%d", set, n), func(b *testing.B) {
+				use(set)
+				m := square
+				x := inputs(n, m.cols)
 				out := make([]float32, n*m.rows)
 				for b.Loop() {
 					in := prepareInputs([]*matrix{m}, x, n, m.cols)
 					m.mulRows(out, in, n, 0, m.rows)
 					in.release()
+				}
+				b.ReportMetric(2*float64(m.rows*m.cols*n)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+			})
+		}
+	}
+	if testing.Short() {
+		return
+	}
+	gate, down := benchMatrix(rng, 11008, 4096, swarm.DTypeF16), benchMatrix(rng, 4096, 11008, swarm.DTypeF16)
+	for _, set := range sets {
+		for _, m := range []*matrix{gate, down} {
+			const n = 16
+			b.Run(fmt.Sprintf("%s/mats/%dx%d/n=%d", set, m.rows, m.cols, n), func(b *testing.B) {
+				use(set)
+				x := inputs(n, m.cols)
+				out := make([]float32, n*m.rows)
+				for b.Loop() {
+					mulMats([][]float32{out}, []*matrix{m}, x, n)
 				}
 				b.ReportMetric(2*float64(m.rows*m.cols*n)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
 			})

@@ -7,3 +7,7 @@ package blocks
 func gemmF16x6x4(w []uint16, ldw int, x []float32, ldx int, blocks int, acc *[2 * gemmAcc]float32) {
 	panic("blocks: gemmF16x6x4 without the AVX-512 kernels")
 }
+
+// useF16x8 has nothing to switch without the assembly kernels: f16x8 stays
+// false.
+func useF16x8(on bool) {}

@@ -13,11 +13,16 @@ import (
 // TestGemmTileMatchesDot requires every value of gemmTile to equal dotF32
 // (float32 rows) or dotF16 (binary16 rows) of its row and input bit for bit, for tiles with leftover rows and inputs:
 // the batched path must not change a row's result. Where the CPU has
-// AVX-512, the binary16 tiles run the 6-row kernel too.
+// AVX-512, the binary16 tiles run the 6-row kernel too. The binary16 tiles
+// are the four-accumulator products, so f16x8 (which sums binary16 rows
+// otherwise, TestMulRowsF16x8MatchesDot) is off for the test.
 func TestGemmTileMatchesDot(t *testing.T) {
 	if gemmF32x3x4 == nil {
 		t.Skip("no GEMM kernel in this build (portable kernels): mulRows uses dotF32x2")
 	}
+	was := f16x8
+	useF16x8(false)
+	defer useF16x8(was)
 	rng := rand.New(rand.NewPCG(3, 4))
 	// 4192 columns: a wide chunk (gemmWideChunkBlocks) and 3 blocks more;
 	// 6, 9 and 12 rows: one or two pairs of groups for the 6-row kernel,

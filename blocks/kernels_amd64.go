@@ -2,7 +2,12 @@
 
 package blocks
 
-import "golang.org/x/sys/cpu"
+import (
+	"strings"
+	"unsafe"
+
+	"golang.org/x/sys/cpu"
+)
 
 // AVX2/FMA/F16C assembly versions of the dot-product kernels
 // (kernels_amd64.s). They replace the portable ones at init when the CPU
@@ -58,6 +63,15 @@ func gemmF16x6x4AVX512(a []uint16, lda int, x []float32, ldx int, blocks int, ac
 //go:noescape
 func reduce3x4AVX2(acc *[gemmAcc]float32, out *[gemmRows * gemmInputs]float32)
 
+//go:noescape
+func dotF16x8AVX2(w []uint16, x []float32) float32
+
+//go:noescape
+func dotF16x8Rows4AVX2(w []uint16, cols int, x []float32, out []float32)
+
+//go:noescape
+func gemmF16x8TileAVX2(w []uint16, ldw int, groups int, x []float32, ldx int, blocks int, acc *[x8Acc]float32, pf unsafe.Pointer, pfstride int, pfrows int, npf int)
+
 func cpuid(leaf, sub uint32) (eax, ebx, ecx, edx uint32)
 
 // hasF16C reports the F16C extension (CPUID leaf 1, ECX bit 29), which
@@ -92,13 +106,6 @@ func init() {
 		_ = w[(len(out)-1)*stride+len(x)-1]
 		dotF32RowsAVX2(w, stride, x, out)
 	}
-	dotF16 = func(w []uint16, x []float32) float32 { return dotF16AVX2(w, x[:len(w)]) }
-	dotF16Rows = func(w []uint16, cols int, x []float32, out []float32) {
-		// Bound the reads: len(out) rows of cols weights, cols inputs.
-		_ = w[len(out)*cols-1]
-		_ = x[cols-1]
-		dotF16RowsAVX2(w, cols, x, out)
-	}
 	dotBF16 = func(w []uint16, x []float32) float32 { return dotBF16AVX2(w, x[:len(w)]) }
 	dotF32x2 = func(a, x0, x1 []float32) (float32, float32) {
 		return dotF32x2AVX2(a, x0[:len(a)], x1[:len(a)])
@@ -106,6 +113,8 @@ func init() {
 	cvtF16 = func(dst []float32, src []uint16) { cvtF16AVX2(dst[:len(src)], src) }
 	cvtBF16 = func(dst []float32, src []uint16) { cvtBF16AVX2(dst[:len(src)], src) }
 	useGemm(avx512Kernels)
+	// Without AVX-512 the binary16 products sum as f16x8 (gemm_x8.go).
+	useF16x8(!avx512Kernels)
 	reduce3x4 = reduce3x4AVX2
 	dotQ8_0 = func(w []byte, x []float32) float32 {
 		nb := len(w) / q8BlockBytes
@@ -125,6 +134,9 @@ func useGemm(avx512 bool) {
 	}
 	if vnniKernels { // the 8-bit-activation products, which useGemm does not switch
 		kernelSet += "+vnni"
+	}
+	if f16x8 {
+		kernelSet += "+f16x8"
 	}
 	gemmF32x3x4 = func(a []float32, lda int, x []float32, ldx int, blocks int, acc *[gemmAcc]float32) {
 		// Bound the reads: rows 0..2 and inputs 0..3 of 32*blocks elements.
@@ -149,4 +161,52 @@ func gemmF16x6x4(w []uint16, ldw int, x []float32, ldx int, blocks int, acc *[2 
 	_ = w[5*ldw+32*blocks-1]
 	_ = x[3*ldx+32*blocks-1]
 	gemmF16x6x4AVX512(w, ldw, x, ldx, blocks, acc)
+}
+
+// useF16x8 installs the f16x8 binary16 products (on) or the four-accumulator
+// ones dotF16AVX2 sums (off), and names them in kernelSet; init turns them
+// on where the CPU has no AVX-512, and the tests and benchmarks switch
+// them on any AVX2 CPU.
+func useF16x8(on bool) {
+	f16x8 = on
+	kernelSet = strings.TrimSuffix(kernelSet, "+f16x8")
+	if !on {
+		dotF16 = func(w []uint16, x []float32) float32 { return dotF16AVX2(w, x[:len(w)]) }
+		dotF16Rows = func(w []uint16, cols int, x []float32, out []float32) {
+			// Bound the reads: len(out) rows of cols weights, cols inputs.
+			_ = w[len(out)*cols-1]
+			_ = x[cols-1]
+			dotF16RowsAVX2(w, cols, x, out)
+		}
+		gemmF16x8Tile = nil
+		return
+	}
+	kernelSet += "+f16x8"
+	dotF16 = func(w []uint16, x []float32) float32 { return dotF16x8AVX2(w, x[:len(w)]) }
+	dotF16Rows = func(w []uint16, cols int, x []float32, out []float32) {
+		quads := 0
+		if cols%8 == 0 {
+			quads = len(out) / 4 * 4
+		}
+		if quads > 0 {
+			// Bound the reads: quads rows of cols weights, cols inputs.
+			_ = w[quads*cols-1]
+			_ = x[cols-1]
+			dotF16x8Rows4AVX2(w, cols, x, out[:quads])
+		}
+		for r := quads; r < len(out); r++ {
+			out[r] = dotF16x8AVX2(w[r*cols:(r+1)*cols], x[:cols])
+		}
+	}
+	gemmF16x8Tile = func(w []uint16, ldw, groups int, x []float32, ldx int, blocks int, acc []float32, pf unsafe.Pointer, pfstride, pfrows, npf int) {
+		if blocks == 0 || groups == 0 {
+			return
+		}
+		// Bound the reads: the groups' 3*groups rows and inputs 0..3 of
+		// 32*blocks elements, and the accumulators written.
+		_ = w[(3*groups-1)*ldw+32*blocks-1]
+		_ = x[3*ldx+32*blocks-1]
+		_ = acc[groups*x8Acc-1]
+		gemmF16x8TileAVX2(w, ldw, groups, x, ldx, blocks, (*[x8Acc]float32)(acc), pf, pfstride, max(0, min(pfrows, groups)), min(npf, blocks))
+	}
 }

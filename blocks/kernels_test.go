@@ -208,7 +208,9 @@ func TestHFPermutation(t *testing.T) {
 // TestWidenThenDotIsExact checks the property prefill relies on: widening
 // an f16/bf16 row and calling dotF32 gives bit for bit dotF16/dotBF16 of
 // the row, dotF32x2 gives bit for bit two dotF32 calls, and the assembly
-// widening equals the portable one.
+// widening equals the portable one. Under f16x8 (gemm_x8.go) binary16 rows
+// are never widened for a product: there dotF16 must be the f16x8 sum
+// (dotF16x8Go) bit for bit, and within float32 rounding of dotF32's.
 func TestWidenThenDotIsExact(t *testing.T) {
 	rng := rand.New(rand.NewPCG(7, 8))
 	for _, n := range []int{1, 5, 8, 31, 32, 40, 100, 4096} {
@@ -228,6 +230,11 @@ func TestWidenThenDotIsExact(t *testing.T) {
 				cvtBF16Go(portable, m.u16)
 			}
 			require.Equal(t, portable, wide, "%v n=%d", dt, n)
+			if dt == swarm.DTypeF16 && f16x8 {
+				require.Equal(t, math.Float32bits(dotF16x8Go(m.u16, x0)), math.Float32bits(m.dotRow(0, x0)), "n=%d", n)
+				require.InDelta(t, dotF32(wide, x0), m.dotRow(0, x0), 1e-4*math.Sqrt(float64(n)), "n=%d", n)
+				continue
+			}
 			require.Equal(t, m.dotRow(0, x0), dotF32(wide, x0), "%v n=%d", dt, n)
 		}
 		a := randomMatrix(rng, 1, n, swarm.DTypeF32).f32

@@ -197,11 +197,17 @@ func (m *matrix) mulRowsBlock(out []float32, in *inputs, n, r0, r1 int) {
 		m.mulRowsQ8(out, in.q8[k.acts], n, r0, r1, k)
 		return
 	}
+	if f16x8 && m.dtype == swarm.DTypeF16 && n > 1 && in.x8.buf != nil {
+		m.mulRowsF16x8(out, in.x8, n, r0, r1)
+		return
+	}
 	if n == 1 && m.dtype == swarm.DTypeF16 && len(x) >= cols && r1 > r0 {
 		dotF16Rows(m.u16[r0*cols:r1*cols], cols, x[:cols], out[r0:r1])
 		return
 	}
-	if n == 1 || m.q != nil {
+	if n == 1 || m.q != nil || (f16x8 && m.dtype == swarm.DTypeF16) {
+		// (Binary16 rows under f16x8 without the chunk-major inputs: cols
+		// not a multiple of 32. The widened path below sums as dotF32.)
 		for a := r0; a < r1; a += prefillTile {
 			b := min(a+prefillTile, r1)
 			for t := range n {
@@ -271,9 +277,13 @@ var paddedInputs = sync.Pool{New: func() any { return new([]float32) }}
 // rows ldx floats apart, and (when a matrix of the product is Q8_0, Q4_K
 // or Q6_K) the same rows quantized to 8 bits in the layouts they take.
 type inputs struct {
-	x       []float32
-	ldx     int
-	q8      [numActKinds]*q8Acts // by layout, those the matrices need
+	x   []float32
+	ldx int
+	q8  [numActKinds]*q8Acts // by layout, those the matrices need
+	// x8 is the chunk-major copy the f16x8 binary16 products take (buf nil
+	// when no matrix of the product is binary16, f16x8 is off, or cols is
+	// not a multiple of 32).
+	x8      x8Layout
 	release func()
 }
 
@@ -283,7 +293,8 @@ var q8Views = sync.Pool{New: func() any { return new([numActKinds]q8Acts) }}
 // from returns the inputs t0.. of in, without a release: its quantized
 // rows are views, kept in views, of in's buffers.
 func (in *inputs) from(t0 int, views *[numActKinds]q8Acts) inputs {
-	sub := inputs{x: in.x[t0*in.ldx:], ldx: in.ldx}
+	sub := inputs{x: in.x[t0*in.ldx:], ldx: in.ldx, x8: in.x8}
+	sub.x8.t0 += t0
 	for k, a := range in.q8 {
 		if a != nil {
 			views[k] = q8Acts{buf: a.buf[t0*a.stride:], n: a.n - t0, nb: a.nb, stride: a.stride, rowBytes: a.rowBytes}
@@ -317,6 +328,26 @@ func prepareInputs(ms []*matrix, x []float32, n, cols int) *inputs {
 				if a != nil {
 					a.release()
 				}
+			}
+		}
+	}
+	if f16x8 && n > 1 && cols%32 == 0 {
+		f16s := 0
+		for _, m := range ms {
+			if m.dtype == swarm.DTypeF16 {
+				f16s++
+			}
+		}
+		if f16s > 0 {
+			var x8 func()
+			in.x8, x8 = newX8Layout(x, n, cols)
+			q8 := in.release
+			in.release = func() {
+				q8()
+				x8()
+			}
+			if f16s == len(ms) {
+				return in // no product reads the strided copy
 			}
 		}
 	}

@@ -174,14 +174,14 @@ type ServerInfo struct {
 	// from full-range and older servers.
 	WeightDType DType `json:"weight_dtype,omitempty"`
 	// Kernels names a block server's compute kernels: for the CPU engine
-	// the kernel set chosen from the CPU's features ("go", "avx2",
-	// "avx2+avx512", "avx2+avx512+vnni"), for a GPU its compute capability,
-	// matrix products and NVRTC version ("cuda sm_90 mma nvrtc 12.4"; the
-	// blocks/cuda Backend.Kernels). Engines with other
-	// kernels give a token the same result up to its last bits, so a
-	// session's failover replay is bit for bit only between servers whose
-	// Kernels (and CacheDType) are equal. Empty from full-range and older
-	// servers.
+	// the kernel set chosen from the CPU's features ("go", "avx2+f16x8",
+	// "avx2+avx512", "avx2+avx512+vnni"; "avx2" from servers before f16x8),
+	// for a GPU its compute capability, matrix products and NVRTC version
+	// ("cuda sm_90 mma nvrtc 12.4"; the blocks/cuda Backend.Kernels).
+	// Engines with other kernels give a token the same result up to its
+	// last bits, so a session's failover replay is bit for bit only between
+	// servers whose Kernels (and CacheDType) are equal. Empty from
+	// full-range and older servers.
 	Kernels string `json:"kernels,omitempty"`
 	// SlidingWindow and SlidingPattern are the model's sliding-window
 	// attention as this server computes it (ModelInfo fields of the same
