@@ -312,7 +312,10 @@ func (in *inputs) from(t0 int, views *[numActKinds]q8Acts) inputs {
 // Q4_0, Q4_1, Q5_0, Q5_1, Q2_K..Q6_K) and the CPU has the VNNI kernels
 // (eightBitActivations), the inputs are also quantized to 8 bits, once
 // for all rows and once per layout (blocks of 32 for the q32 formats,
-// Q8_K blocks of 256 for the K-quants). release returns the copies to
+// Q8_K blocks of 256 for the K-quants). Under f16x8 (gemm_x8.go), when
+// one of ms is binary16, n > 1 and cols a multiple of 32, the inputs are
+// also copied chunk-major (x8Layout) for mulRowsF16x8, and when all of ms
+// are binary16 that copy is the only one. release returns the copies to
 // their pools once the products are done.
 func prepareInputs(ms []*matrix, x []float32, n, cols int) *inputs {
 	in := &inputs{x: x, ldx: cols, release: func() {}}
