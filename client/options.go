@@ -103,6 +103,7 @@ type config struct {
 	wireDType    swarm.DType
 	replayChunk  int
 	maxFailovers int
+	failoverWait time.Duration
 	log          *slog.Logger
 	httpClient   *http.Client
 	dial         Dialer
@@ -126,6 +127,9 @@ const (
 	DefaultInfoTimeout = 2 * time.Second
 	// DefaultMaxFailovers bounds the hop replacements of one session.
 	DefaultMaxFailovers = 16
+	// DefaultFailoverWait is how long a failover waits for a server to
+	// cover the failed hop's blocks when none does (WithFailoverWait).
+	DefaultFailoverWait = 10 * time.Second
 )
 
 func defaultConfig() config {
@@ -135,6 +139,7 @@ func defaultConfig() config {
 		infoTimeout:  DefaultInfoTimeout,
 		wireDType:    swarm.DTypeF32,
 		maxFailovers: DefaultMaxFailovers,
+		failoverWait: DefaultFailoverWait,
 		log:          slog.New(slog.DiscardHandler),
 		httpClient:   &http.Client{},
 		dial:         DialWebsocket,
@@ -215,6 +220,24 @@ func WithMaxFailovers(n int) Option {
 			return fmt.Errorf("%w: max failovers %d, want >= 0", ErrBadOption, n)
 		}
 		c.maxFailovers = n
+		return nil
+	}
+}
+
+// WithFailoverWait sets how long a failover waits, when no server covers
+// the failed hop's blocks, for the source to report one: a server moving
+// its span announces the new one while its old one drains, and a
+// replacement joining or rebalancing appears in the registry within a
+// gossip round or two. The client routes again at every change its
+// HealthSource reports (a plain Source reports none: the failover fails at
+// once), until a route exists or d has passed since the hop failed
+// (DefaultFailoverWait by default; 0 fails at once). It must be >= 0.
+func WithFailoverWait(d time.Duration) Option {
+	return func(c *config) error {
+		if d < 0 {
+			return fmt.Errorf("%w: failover wait %v, want >= 0", ErrBadOption, d)
+		}
+		c.failoverWait = d
 		return nil
 	}
 }

@@ -285,7 +285,9 @@ func replayCompatible(cands []Candidate, was swarm.ServerInfo) []Candidate {
 // sessions there, replays the hop's history (its inputs at
 // positions 0..pos-1; each replacement's outputs feed the next
 // replacement's replay), and splices them into the chain. A replacement
-// that fails is left out and the choice made again.
+// that fails is left out and the choice made again. When no server covers
+// the blocks, it routes again at each change the HealthSource reports, for
+// up to the failover wait (WithFailoverWait) since the hop failed.
 func (s *Session) failover(ctx context.Context, i, pos int, cause error) error {
 	failed := s.hops[i]
 	failed.conn.abort()
@@ -303,10 +305,18 @@ func (s *Session) failover(ctx context.Context, i, pos int, cause error) error {
 	log := s.c.cfg.log
 	log.Warn("hop failed: failing over", "hop", i, "server", url, "blocks", failed.span.String(), "position", pos, "err", cause)
 	failed.truncate(pos, s.d) // its inputs from pos on are sent again by the retry
+	health, _ := s.c.cfg.source.(HealthSource)
+	var waitUntil <-chan time.Time // the end of the wait for coverage
+	waiting := false
+	if health != nil && s.c.cfg.failoverWait > 0 {
+		t := time.NewTimer(s.c.cfg.failoverWait)
+		defer t.Stop()
+		waitUntil = t.C
+	}
 	for {
-		s.failovers++
-		if s.failovers > s.c.cfg.maxFailovers {
-			return fmt.Errorf("%w: hop %d (blocks %s) failed: %w; giving up after %d replacements", ErrFailover, i, failed.span, cause, s.c.cfg.maxFailovers)
+		var changed <-chan struct{}
+		if health != nil {
+			changed = health.Changed() // before asking: no change is missed
 		}
 		cands, srcErr := s.c.candidates(ctx, s.excluded)
 		if err := ctx.Err(); err != nil {
@@ -324,7 +334,25 @@ func (s *Session) failover(ctx context.Context, i, pos int, cause error) error {
 			plan, err = s.c.route(req, cands)
 		}
 		if err != nil {
+			if waitUntil != nil {
+				if !waiting {
+					waiting = true
+					log.Info("no server covers the failed hop's blocks: waiting for one", "blocks", failed.span.String(),
+						"for", s.c.cfg.failoverWait, "err", err)
+				}
+				select {
+				case <-changed:
+					continue
+				case <-ctx.Done():
+					return fmt.Errorf("client: failover: %w", ctx.Err())
+				case <-waitUntil:
+				}
+			}
 			return fmt.Errorf("%w: hop %d at %s (blocks %s) failed: %w; no replacement: %w", ErrFailover, i, url, failed.span, cause, err)
+		}
+		s.failovers++
+		if s.failovers > s.c.cfg.maxFailovers {
+			return fmt.Errorf("%w: hop %d (blocks %s) failed: %w; giving up after %d replacements", ErrFailover, i, failed.span, cause, s.c.cfg.maxFailovers)
 		}
 		hops, bad, err := s.replace(ctx, plan, failed)
 		if err != nil {

@@ -127,7 +127,8 @@ func TestClient_RegistryCandidates(t *testing.T) {
 // about 70 KB of frames each way for stories260K (d_model 64), within the
 // relay's default limit of 128 KiB (--relay-max-bytes); with a 16 KiB limit
 // the relay resets the connection mid-session and, the hidden server being
-// the only one, the session fails. (libp2p advertises circuit addresses
+// the only one, the session fails (after a failover wait of 1 s for
+// another server). (libp2p advertises circuit addresses
 // only for relays with public addresses, so on loopback the test forms it.)
 func TestClient_ThroughCircuitRelay(t *testing.T) {
 	for _, tt := range []struct {
@@ -156,7 +157,7 @@ func TestClient_ThroughCircuitRelay(t *testing.T) {
 			ctx, cancel := context.WithTimeout(t.Context(), p2pTimeout)
 			defer cancel()
 			require.NoError(t, cands.WaitCovered(ctx))
-			cl, err := client.New(head, nil, append(cands.ClientOptions(cn.Node.Host()), client.WithInfoTimeout(2*time.Second))...)
+			cl, err := client.New(head, nil, append(cands.ClientOptions(cn.Node.Host()), client.WithInfoTimeout(2*time.Second), client.WithFailoverWait(time.Second))...)
 			require.NoError(t, err)
 
 			// The hidden node's relay finder runs every 2 s: until it holds

@@ -45,6 +45,7 @@ type generateOptions struct {
 	// --servers only.
 	stepTimeout  time.Duration
 	allocTimeout time.Duration
+	failoverWait time.Duration
 	wireDType    string
 }
 
@@ -127,6 +128,7 @@ Examples:
 	f.BoolVar(&o.stats, "stats", false, "print time to first token, time per output token and tokens/s to stderr at the end; with --servers also each hop's blocks, median round trip time t_cj (minus server compute) and median server compute per token")
 	f.DurationVar(&o.stepTimeout, "step-timeout", client.DefaultStepTimeout, "with --servers or --bootstrap: how long a server may take to answer one step before the client fails over to another")
 	f.DurationVar(&o.allocTimeout, "alloc-timeout", client.DefaultAllocTimeout, "with --servers or --bootstrap: how long a server may queue the session for attention-cache room")
+	f.DurationVar(&o.failoverWait, "failover-wait", client.DefaultFailoverWait, "with --bootstrap: when a server fails and no other one hosts its blocks, how long the session waits for one to join (or move there) in the registry before it fails; 0 = fail at once")
 	f.StringVar(&o.wireDType, "wire-dtype", "f32", "with --servers or --bootstrap: dtype of hidden states on the wire: f32 (exact), f16 or bf16 (half the bytes, rounded)")
 	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return fmt.Errorf("%w: %w", errUsage, err) })
 	return cmd
@@ -206,7 +208,7 @@ func openBootstrap(ctx context.Context, errOut io.Writer, o generateOptions) (bl
 	defer cancel()
 	logger := slog.New(slog.NewTextHandler(errOut, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	c, err := node.NewClient(wctx, o.p2p, o.reg, head, o.providers,
-		client.WithStepTimeout(o.stepTimeout), client.WithAllocTimeout(o.allocTimeout),
+		client.WithStepTimeout(o.stepTimeout), client.WithAllocTimeout(o.allocTimeout), client.WithFailoverWait(o.failoverWait),
 		client.WithWireDType(dtype), client.WithLogger(logger))
 	if err != nil {
 		if errors.Is(err, client.ErrBadOption) {

@@ -98,6 +98,7 @@ type proxyOptions struct {
 
 	stepTimeout  time.Duration
 	allocTimeout time.Duration
+	failoverWait time.Duration
 	wireDType    string
 
 	// http bounds the HTTP server's connections.
@@ -142,6 +143,7 @@ func newProxyCmd() *cobra.Command {
 	f.DurationVar(&o.coverageWait, "coverage-wait", ingress.DefaultCoverageWait, "how long a request waits for a server of missing blocks to come back or join before 503; 0 = fail at once")
 	f.DurationVar(&o.stepTimeout, "step-timeout", client.DefaultStepTimeout, "how long a block server may take to answer one step before the client fails over")
 	f.DurationVar(&o.allocTimeout, "alloc-timeout", client.DefaultAllocTimeout, "how long a block server may queue a session for attention-cache room")
+	f.DurationVar(&o.failoverWait, "failover-wait", client.DefaultFailoverWait, "with --bootstrap: when a server fails and no other one hosts its blocks, how long the session waits for one to join (or move there) in the registry before it fails; 0 = fail at once")
 	f.StringVar(&o.wireDType, "wire-dtype", "f32", "dtype of hidden states sent to block servers: f32 (exact), f16 or bf16")
 	f.StringVar(&o.logLevel, "log-level", "info", "stderr log level: debug, info, warn or error")
 	f.StringVar(&o.logFormat, "log-format", "text", logFormatHelp)
@@ -212,7 +214,7 @@ func newGateway(ctx context.Context, errOut io.Writer, o proxyOptions, logger *s
 	cfg.RateLimit, cfg.RateBurst, cfg.CoverageWait = o.rateLimit, o.rateBurst, o.coverageWait
 	cfg.NodeID, cfg.Registry = nodeID, prometheus.NewRegistry()
 	cfg.Registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	cfg.ClientOptions = []client.Option{client.WithStepTimeout(o.stepTimeout), client.WithAllocTimeout(o.allocTimeout),
+	cfg.ClientOptions = []client.Option{client.WithStepTimeout(o.stepTimeout), client.WithAllocTimeout(o.allocTimeout), client.WithFailoverWait(o.failoverWait),
 		client.WithWireDType(dtype), client.WithLogger(logger)}
 	if len(o.p2p.Bootstrap) == 0 {
 		if cfg.Source, err = ingress.NewStatic(o.servers, o.replicas); err != nil {

@@ -100,7 +100,7 @@ func TestProxyHelp(t *testing.T) {
 	out, _, code := runSwarmProcess(t, "proxy", "--help")
 	require.Equal(t, 0, code)
 	for _, s := range []string{"--model", "--tokenizer", "--listen", "--servers", "--replicas", "--bootstrap", "--api-keys",
-		"--refresh", "--max-retries", "--step-timeout", "--alloc-timeout", "--wire-dtype", "--wait", "--log-level",
+		"--refresh", "--max-retries", "--step-timeout", "--alloc-timeout", "--failover-wait", "--wire-dtype", "--wait", "--log-level",
 		"/v1/chat/completions", "/api/v2/generate", "/api/v1/state", "/metrics", "X-Swarm-Providers", launch.ProxyReadyPrefix} {
 		require.Contains(t, out, s)
 	}
