@@ -355,3 +355,87 @@ x8tilestore:
 x8tiledone:
 	VZEROUPPER
 	RET
+
+// func x8ReduceAVX2(acc *float32, groups int, out *float32, ldo int)
+// For each of groups groups g of 3 rows r and the 4 inputs t, stores to
+// out[t*ldo + 3*g + r] the REDUCE8 sum of the 8 lanes at
+// acc[96*g + (r*4+t)*8:] (the accumulators gemmF16x8TileAVX2 leaves), bit
+// for bit reduce8's ((a0+a4)+(a1+a5)) + ((a2+a6)+(a3+a7)): the upper 128
+// bits of inputs 0 and 1 (2 and 3) onto their lower ones in one register
+// (VPERM2F128 pairs the halves), then two horizontal adds, leaving input
+// 0's sum in lane 0, input 2's in lane 1, input 1's in lane 4 and input
+// 3's in lane 5. Registers: SI the accumulators, CX the groups left, DI R8
+// R9 R10 the outputs of inputs 0..3.
+TEXT ·x8ReduceAVX2(SB), NOSPLIT, $0-32
+	MOVQ acc+0(FP), SI
+	MOVQ groups+8(FP), CX
+	MOVQ out+16(FP), DI
+	MOVQ ldo+24(FP), BX
+	SHLQ $2, BX
+	LEAQ (DI)(BX*1), R8
+	LEAQ (R8)(BX*1), R9
+	LEAQ (R9)(BX*1), R10
+	TESTQ CX, CX
+	JEQ   x8reducedone
+x8reducegroup:
+	VMOVUPS 0(SI), Y0
+	VMOVUPS 32(SI), Y1
+	VMOVUPS 64(SI), Y2
+	VMOVUPS 96(SI), Y3
+	VPERM2F128 $0x20, Y1, Y0, Y4
+	VPERM2F128 $0x31, Y1, Y0, Y5
+	VADDPS Y5, Y4, Y4
+	VPERM2F128 $0x20, Y3, Y2, Y6
+	VPERM2F128 $0x31, Y3, Y2, Y7
+	VADDPS Y7, Y6, Y6
+	VHADDPS Y6, Y4, Y4
+	VHADDPS Y4, Y4, Y4
+	VEXTRACTF128 $1, Y4, X5
+	VMOVSS X4, 0(DI)
+	VEXTRACTPS $1, X4, 0(R9)
+	VMOVSS X5, 0(R8)
+	VEXTRACTPS $1, X5, 0(R10)
+	VMOVUPS 128(SI), Y0
+	VMOVUPS 160(SI), Y1
+	VMOVUPS 192(SI), Y2
+	VMOVUPS 224(SI), Y3
+	VPERM2F128 $0x20, Y1, Y0, Y4
+	VPERM2F128 $0x31, Y1, Y0, Y5
+	VADDPS Y5, Y4, Y4
+	VPERM2F128 $0x20, Y3, Y2, Y6
+	VPERM2F128 $0x31, Y3, Y2, Y7
+	VADDPS Y7, Y6, Y6
+	VHADDPS Y6, Y4, Y4
+	VHADDPS Y4, Y4, Y4
+	VEXTRACTF128 $1, Y4, X5
+	VMOVSS X4, 4(DI)
+	VEXTRACTPS $1, X4, 4(R9)
+	VMOVSS X5, 4(R8)
+	VEXTRACTPS $1, X5, 4(R10)
+	VMOVUPS 256(SI), Y0
+	VMOVUPS 288(SI), Y1
+	VMOVUPS 320(SI), Y2
+	VMOVUPS 352(SI), Y3
+	VPERM2F128 $0x20, Y1, Y0, Y4
+	VPERM2F128 $0x31, Y1, Y0, Y5
+	VADDPS Y5, Y4, Y4
+	VPERM2F128 $0x20, Y3, Y2, Y6
+	VPERM2F128 $0x31, Y3, Y2, Y7
+	VADDPS Y7, Y6, Y6
+	VHADDPS Y6, Y4, Y4
+	VHADDPS Y4, Y4, Y4
+	VEXTRACTF128 $1, Y4, X5
+	VMOVSS X4, 8(DI)
+	VEXTRACTPS $1, X4, 8(R9)
+	VMOVSS X5, 8(R8)
+	VEXTRACTPS $1, X5, 8(R10)
+	ADDQ $384, SI
+	ADDQ $12, DI
+	ADDQ $12, R8
+	ADDQ $12, R9
+	ADDQ $12, R10
+	DECQ CX
+	JNZ  x8reducegroup
+x8reducedone:
+	VZEROUPPER
+	RET

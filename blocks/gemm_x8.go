@@ -35,6 +35,24 @@ var f16x8 bool
 // chunk's calls for one group of inputs in one Go call.
 var gemmF16x8Tile func(w []uint16, ldw, groups int, x []float32, ldx int, blocks int, acc []float32, pf unsafe.Pointer, pfstride, pfrows, npf int)
 
+// x8Reduce, where f16x8, stores to out[t*ldo + 3*g + r] reduce8 of
+// acc[g*x8Acc + (r*4+t)*8:] for the groups groups g of 3 rows r and the 4
+// inputs t (x8ReduceAVX2): the sums of a tile's full groups, bit for bit
+// x8ReduceGo's.
+var x8Reduce func(acc []float32, groups int, out []float32, ldo int)
+
+// x8ReduceGo is what x8Reduce computes, the definition it is tested
+// against.
+func x8ReduceGo(acc []float32, groups int, out []float32, ldo int) {
+	for g := range groups {
+		for t := range 4 {
+			for r := range 3 {
+				out[t*ldo+3*g+r] = reduce8(acc[g*x8Acc+(r*4+t)*8:])
+			}
+		}
+	}
+}
+
 const (
 	// x8Acc is one 3x4 tile's accumulators: 12 outputs of 8 lanes.
 	x8Acc = 3 * 4 * 8
@@ -177,7 +195,12 @@ func (m *matrix) mulRowsF16x8(out []float32, l x8Layout, n, r0, r1 int) {
 			}
 		}
 		for t := range tg {
-			for g := range groups {
+			g0 := 0
+			if 4*t+4 <= n { // the full groups of 4 inputs in one call
+				x8Reduce(scratch[t*groups*x8Acc:], full, out[4*t*m.rows+a:], m.rows)
+				g0 = full
+			}
+			for g := g0; g < groups; g++ {
 				s := scratch[(t*groups+g)*x8Acc:]
 				nr, row := 3, a+3*g
 				if g >= full {

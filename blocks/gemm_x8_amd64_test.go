@@ -107,6 +107,32 @@ func TestGemmF16x8MatchesGo(t *testing.T) {
 	}
 }
 
+// TestX8ReduceMatchesGo requires x8Reduce's sums of full tiles (the lanes
+// of magnitudes 2^-20..2^20, so that the order of the additions shows in
+// the rounding) to equal x8ReduceGo's bit for bit, leaving every other
+// output alone.
+func TestX8ReduceMatchesGo(t *testing.T) {
+	withF16x8(t, func() {
+		rng := rand.New(rand.NewPCG(85, 86))
+		for _, groups := range []int{1, 2, 8} {
+			acc := make([]float32, groups*x8Acc)
+			for i := range acc {
+				acc[i] = float32(rng.NormFloat64() * math.Ldexp(1, rng.IntN(41)-20))
+			}
+			const ldo = 3*8 + 5
+			got, want := make([]float32, 4*ldo), make([]float32, 4*ldo)
+			for i := range got {
+				got[i], want[i] = -1, -1
+			}
+			x8Reduce(acc, groups, got, ldo)
+			x8ReduceGo(acc, groups, want, ldo)
+			for i := range got {
+				require.Equal(t, math.Float32bits(want[i]), math.Float32bits(got[i]), "%d groups, output %d", groups, i)
+			}
+		}
+	})
+}
+
 // TestMulRowsF16x8MatchesDot runs binary16 products under f16x8 through
 // mulRows for row ranges that start and end off the tiles and groups of 3,
 // inputs that are not a multiple of 4 (and more than one block of

@@ -72,6 +72,9 @@ func dotF16x8Rows4AVX2(w []uint16, cols int, x []float32, out []float32)
 //go:noescape
 func gemmF16x8TileAVX2(w []uint16, ldw int, groups int, x []float32, ldx int, blocks int, acc *[x8Acc]float32, pf unsafe.Pointer, pfstride int, pfrows int, npf int)
 
+//go:noescape
+func x8ReduceAVX2(acc *float32, groups int, out *float32, ldo int)
+
 func cpuid(leaf, sub uint32) (eax, ebx, ecx, edx uint32)
 
 // hasF16C reports the F16C extension (CPUID leaf 1, ECX bit 29), which
@@ -178,7 +181,7 @@ func useF16x8(on bool) {
 			_ = x[cols-1]
 			dotF16RowsAVX2(w, cols, x, out)
 		}
-		gemmF16x8Tile = nil
+		gemmF16x8Tile, x8Reduce = nil, nil
 		return
 	}
 	kernelSet += "+f16x8"
@@ -208,5 +211,15 @@ func useF16x8(on bool) {
 		_ = x[3*ldx+32*blocks-1]
 		_ = acc[groups*x8Acc-1]
 		gemmF16x8TileAVX2(w, ldw, groups, x, ldx, blocks, (*[x8Acc]float32)(acc), pf, pfstride, max(0, min(pfrows, groups)), min(npf, blocks))
+	}
+	x8Reduce = func(acc []float32, groups int, out []float32, ldo int) {
+		if groups == 0 {
+			return
+		}
+		// Bound the accesses: the groups' accumulators, and the last
+		// output of input 3.
+		_ = acc[groups*x8Acc-1]
+		_ = out[3*ldo+3*groups-1]
+		x8ReduceAVX2(&acc[0], groups, &out[0], ldo)
 	}
 }

@@ -245,4 +245,56 @@ x8tiledone:
 	VZEROUPPER
 	RET""")
 
+
+# x8ReduceAVX2: the sums of full 3x4 tiles' accumulators, 4 outputs at a time.
+w("""
+// func x8ReduceAVX2(acc *float32, groups int, out *float32, ldo int)
+// For each of groups groups g of 3 rows r and the 4 inputs t, stores to
+// out[t*ldo + 3*g + r] the REDUCE8 sum of the 8 lanes at
+// acc[96*g + (r*4+t)*8:] (the accumulators gemmF16x8TileAVX2 leaves), bit
+// for bit reduce8's ((a0+a4)+(a1+a5)) + ((a2+a6)+(a3+a7)): the upper 128
+// bits of inputs 0 and 1 (2 and 3) onto their lower ones in one register
+// (VPERM2F128 pairs the halves), then two horizontal adds, leaving input
+// 0's sum in lane 0, input 2's in lane 1, input 1's in lane 4 and input
+// 3's in lane 5. Registers: SI the accumulators, CX the groups left, DI R8
+// R9 R10 the outputs of inputs 0..3.
+TEXT ·x8ReduceAVX2(SB), NOSPLIT, $0-32
+	MOVQ acc+0(FP), SI
+	MOVQ groups+8(FP), CX
+	MOVQ out+16(FP), DI
+	MOVQ ldo+24(FP), BX
+	SHLQ $2, BX
+	LEAQ (DI)(BX*1), R8
+	LEAQ (R8)(BX*1), R9
+	LEAQ (R9)(BX*1), R10
+	TESTQ CX, CX
+	JEQ   x8reducedone
+x8reducegroup:""")
+for r in range(3):
+    for t in range(4):
+        w(f"\tVMOVUPS {(r*4+t)*32}(SI), Y{t}")
+    w("""\tVPERM2F128 $0x20, Y1, Y0, Y4
+	VPERM2F128 $0x31, Y1, Y0, Y5
+	VADDPS Y5, Y4, Y4
+	VPERM2F128 $0x20, Y3, Y2, Y6
+	VPERM2F128 $0x31, Y3, Y2, Y7
+	VADDPS Y7, Y6, Y6
+	VHADDPS Y6, Y4, Y4
+	VHADDPS Y4, Y4, Y4
+	VEXTRACTF128 $1, Y4, X5""")
+    w(f"\tVMOVSS X4, {4*r}(DI)")
+    w(f"\tVEXTRACTPS $1, X4, {4*r}(R9)")
+    w(f"\tVMOVSS X5, {4*r}(R8)")
+    w(f"\tVEXTRACTPS $1, X5, {4*r}(R10)")
+w("""	ADDQ $384, SI
+	ADDQ $12, DI
+	ADDQ $12, R8
+	ADDQ $12, R9
+	ADDQ $12, R10
+	DECQ CX
+	JNZ  x8reducegroup
+x8reducedone:
+	VZEROUPPER
+	RET""")
+
 open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "f16x8_amd64.s"), "w").write("\n".join(out) + "\n")
