@@ -439,3 +439,187 @@ x8reducegroup:
 x8reducedone:
 	VZEROUPPER
 	RET
+
+// func q8_0x1x8AVX2(w *byte, x *float32, ldx int, blocks int, acc *[64]float32)
+// For the 8 inputs t (input t at x + t*ldx floats), adds to the 8 lanes of
+// acc[8*t:] what dotQ8_0AVX2's accumulator adds over the blocks Q8_0
+// blocks at w (34 bytes each: binary16 d, 32 int8 q) and the 32*blocks
+// inputs: per block, u = q[0:8]*x[0:8], then u += q[8k:8k+8]*x[8k:8k+8]
+// for k = 1..3 (fused), then acc += d*u (fused), so that calls over
+// consecutive chunks of a row continue dotQ8_0AVX2's sums and REDUCE of
+// acc (with zeros in Y1-Y3) is its result bit for bit. The row's 32 values
+// are widened once for all 8 inputs, and each block prefetches the row 544
+// bytes on (the next call's chunk of 16 blocks, q8x8Blocks). Registers:
+// Y0-Y7 the accumulators, Y8-Y11 the row's block as float32, Y12 d, Y13 u;
+// SI the row, DI R8 R9 R10 R11 R12 R13 R14 the inputs, BX the inputs' offset, CX the
+// blocks left.
+TEXT ·q8_0x1x8AVX2(SB), NOSPLIT, $0-40
+	MOVQ w+0(FP), SI
+	MOVQ x+8(FP), DI
+	MOVQ ldx+16(FP), BX
+	SHLQ $2, BX
+	LEAQ (DI)(BX*1), R8
+	LEAQ (R8)(BX*1), R9
+	LEAQ (R9)(BX*1), R10
+	LEAQ (R10)(BX*1), R11
+	LEAQ (R11)(BX*1), R12
+	LEAQ (R12)(BX*1), R13
+	LEAQ (R13)(BX*1), R14
+	MOVQ blocks+24(FP), CX
+	MOVQ acc+32(FP), DX
+	VMOVUPS 0(DX), Y0
+	VMOVUPS 32(DX), Y1
+	VMOVUPS 64(DX), Y2
+	VMOVUPS 96(DX), Y3
+	VMOVUPS 128(DX), Y4
+	VMOVUPS 160(DX), Y5
+	VMOVUPS 192(DX), Y6
+	VMOVUPS 224(DX), Y7
+	XORQ BX, BX
+	TESTQ CX, CX
+	JEQ   q8x8store
+q8x8loop:
+	PREFETCHT0 544(SI)
+	MOVWLZX (SI), AX
+	VMOVD   AX, X12
+	VCVTPH2PS X12, X12
+	VBROADCASTSS X12, Y12
+	VPMOVSXBD 2(SI), Y8
+	VPMOVSXBD 10(SI), Y9
+	VPMOVSXBD 18(SI), Y10
+	VPMOVSXBD 26(SI), Y11
+	VCVTDQ2PS Y8, Y8
+	VCVTDQ2PS Y9, Y9
+	VCVTDQ2PS Y10, Y10
+	VCVTDQ2PS Y11, Y11
+	VMULPS 0(DI)(BX*1), Y8, Y13
+	VFMADD231PS 32(DI)(BX*1), Y9, Y13
+	VFMADD231PS 64(DI)(BX*1), Y10, Y13
+	VFMADD231PS 96(DI)(BX*1), Y11, Y13
+	VFMADD231PS Y13, Y12, Y0
+	VMULPS 0(R8)(BX*1), Y8, Y13
+	VFMADD231PS 32(R8)(BX*1), Y9, Y13
+	VFMADD231PS 64(R8)(BX*1), Y10, Y13
+	VFMADD231PS 96(R8)(BX*1), Y11, Y13
+	VFMADD231PS Y13, Y12, Y1
+	VMULPS 0(R9)(BX*1), Y8, Y13
+	VFMADD231PS 32(R9)(BX*1), Y9, Y13
+	VFMADD231PS 64(R9)(BX*1), Y10, Y13
+	VFMADD231PS 96(R9)(BX*1), Y11, Y13
+	VFMADD231PS Y13, Y12, Y2
+	VMULPS 0(R10)(BX*1), Y8, Y13
+	VFMADD231PS 32(R10)(BX*1), Y9, Y13
+	VFMADD231PS 64(R10)(BX*1), Y10, Y13
+	VFMADD231PS 96(R10)(BX*1), Y11, Y13
+	VFMADD231PS Y13, Y12, Y3
+	VMULPS 0(R11)(BX*1), Y8, Y13
+	VFMADD231PS 32(R11)(BX*1), Y9, Y13
+	VFMADD231PS 64(R11)(BX*1), Y10, Y13
+	VFMADD231PS 96(R11)(BX*1), Y11, Y13
+	VFMADD231PS Y13, Y12, Y4
+	VMULPS 0(R12)(BX*1), Y8, Y13
+	VFMADD231PS 32(R12)(BX*1), Y9, Y13
+	VFMADD231PS 64(R12)(BX*1), Y10, Y13
+	VFMADD231PS 96(R12)(BX*1), Y11, Y13
+	VFMADD231PS Y13, Y12, Y5
+	VMULPS 0(R13)(BX*1), Y8, Y13
+	VFMADD231PS 32(R13)(BX*1), Y9, Y13
+	VFMADD231PS 64(R13)(BX*1), Y10, Y13
+	VFMADD231PS 96(R13)(BX*1), Y11, Y13
+	VFMADD231PS Y13, Y12, Y6
+	VMULPS 0(R14)(BX*1), Y8, Y13
+	VFMADD231PS 32(R14)(BX*1), Y9, Y13
+	VFMADD231PS 64(R14)(BX*1), Y10, Y13
+	VFMADD231PS 96(R14)(BX*1), Y11, Y13
+	VFMADD231PS Y13, Y12, Y7
+	ADDQ $34, SI
+	ADDQ $128, BX
+	DECQ CX
+	JNZ  q8x8loop
+q8x8store:
+	VMOVUPS Y0, 0(DX)
+	VMOVUPS Y1, 32(DX)
+	VMOVUPS Y2, 64(DX)
+	VMOVUPS Y3, 96(DX)
+	VMOVUPS Y4, 128(DX)
+	VMOVUPS Y5, 160(DX)
+	VMOVUPS Y6, 192(DX)
+	VMOVUPS Y7, 224(DX)
+	VZEROUPPER
+	RET
+
+// func q8_0x1x4AVX2(w *byte, x *float32, ldx int, blocks int, acc *[32]float32)
+// For the 4 inputs t (input t at x + t*ldx floats), adds to the 8 lanes of
+// acc[8*t:] what dotQ8_0AVX2's accumulator adds over the blocks Q8_0
+// blocks at w (34 bytes each: binary16 d, 32 int8 q) and the 32*blocks
+// inputs: per block, u = q[0:8]*x[0:8], then u += q[8k:8k+8]*x[8k:8k+8]
+// for k = 1..3 (fused), then acc += d*u (fused), so that calls over
+// consecutive chunks of a row continue dotQ8_0AVX2's sums and REDUCE of
+// acc (with zeros in Y1-Y3) is its result bit for bit. The row's 32 values
+// are widened once for all 4 inputs, and each block prefetches the row 544
+// bytes on (the next call's chunk of 16 blocks, q8x8Blocks). Registers:
+// Y0-Y3 the accumulators, Y8-Y11 the row's block as float32, Y12 d, Y13 u;
+// SI the row, DI R8 R9 R10 the inputs, BX the inputs' offset, CX the
+// blocks left.
+TEXT ·q8_0x1x4AVX2(SB), NOSPLIT, $0-40
+	MOVQ w+0(FP), SI
+	MOVQ x+8(FP), DI
+	MOVQ ldx+16(FP), BX
+	SHLQ $2, BX
+	LEAQ (DI)(BX*1), R8
+	LEAQ (R8)(BX*1), R9
+	LEAQ (R9)(BX*1), R10
+	MOVQ blocks+24(FP), CX
+	MOVQ acc+32(FP), DX
+	VMOVUPS 0(DX), Y0
+	VMOVUPS 32(DX), Y1
+	VMOVUPS 64(DX), Y2
+	VMOVUPS 96(DX), Y3
+	XORQ BX, BX
+	TESTQ CX, CX
+	JEQ   q8x4store
+q8x4loop:
+	PREFETCHT0 544(SI)
+	MOVWLZX (SI), AX
+	VMOVD   AX, X12
+	VCVTPH2PS X12, X12
+	VBROADCASTSS X12, Y12
+	VPMOVSXBD 2(SI), Y8
+	VPMOVSXBD 10(SI), Y9
+	VPMOVSXBD 18(SI), Y10
+	VPMOVSXBD 26(SI), Y11
+	VCVTDQ2PS Y8, Y8
+	VCVTDQ2PS Y9, Y9
+	VCVTDQ2PS Y10, Y10
+	VCVTDQ2PS Y11, Y11
+	VMULPS 0(DI)(BX*1), Y8, Y13
+	VFMADD231PS 32(DI)(BX*1), Y9, Y13
+	VFMADD231PS 64(DI)(BX*1), Y10, Y13
+	VFMADD231PS 96(DI)(BX*1), Y11, Y13
+	VFMADD231PS Y13, Y12, Y0
+	VMULPS 0(R8)(BX*1), Y8, Y13
+	VFMADD231PS 32(R8)(BX*1), Y9, Y13
+	VFMADD231PS 64(R8)(BX*1), Y10, Y13
+	VFMADD231PS 96(R8)(BX*1), Y11, Y13
+	VFMADD231PS Y13, Y12, Y1
+	VMULPS 0(R9)(BX*1), Y8, Y13
+	VFMADD231PS 32(R9)(BX*1), Y9, Y13
+	VFMADD231PS 64(R9)(BX*1), Y10, Y13
+	VFMADD231PS 96(R9)(BX*1), Y11, Y13
+	VFMADD231PS Y13, Y12, Y2
+	VMULPS 0(R10)(BX*1), Y8, Y13
+	VFMADD231PS 32(R10)(BX*1), Y9, Y13
+	VFMADD231PS 64(R10)(BX*1), Y10, Y13
+	VFMADD231PS 96(R10)(BX*1), Y11, Y13
+	VFMADD231PS Y13, Y12, Y3
+	ADDQ $34, SI
+	ADDQ $128, BX
+	DECQ CX
+	JNZ  q8x4loop
+q8x4store:
+	VMOVUPS Y0, 0(DX)
+	VMOVUPS Y1, 32(DX)
+	VMOVUPS Y2, 64(DX)
+	VMOVUPS Y3, 96(DX)
+	VZEROUPPER
+	RET

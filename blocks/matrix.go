@@ -205,6 +205,10 @@ func (m *matrix) mulRowsBlock(out []float32, in *inputs, n, r0, r1 int) {
 		dotF16Rows(m.u16[r0*cols:r1*cols], cols, x[:cols], out[r0:r1])
 		return
 	}
+	if m.dtype == swarm.DTypeQ8_0 && q8x8Tile != nil && n >= q8x8MinInputs {
+		m.mulRowsQ8x8(out, x, ldx, n, r0, r1)
+		return
+	}
 	if n == 1 || m.q != nil || (f16x8 && m.dtype == swarm.DTypeF16) {
 		// (Binary16 rows under f16x8 without the chunk-major inputs: cols
 		// not a multiple of 32. The widened path below sums as dotF32.)

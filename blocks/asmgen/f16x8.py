@@ -297,4 +297,62 @@ x8reducedone:
 	VZEROUPPER
 	RET""")
 
+
+# q8_0x1x8AVX2, q8_0x1x4AVX2: one Q8_0 row against 8 (4) float32 inputs,
+# dotQ8_0AVX2's operations for each input.
+Q8IN = ["DI", "R8", "R9", "R10", "R11", "R12", "R13", "R14"]
+for NI in (8, 4):
+    w(f"""
+// func q8_0x1x{NI}AVX2(w *byte, x *float32, ldx int, blocks int, acc *[{8*NI}]float32)
+// For the {NI} inputs t (input t at x + t*ldx floats), adds to the 8 lanes of
+// acc[8*t:] what dotQ8_0AVX2's accumulator adds over the blocks Q8_0
+// blocks at w (34 bytes each: binary16 d, 32 int8 q) and the 32*blocks
+// inputs: per block, u = q[0:8]*x[0:8], then u += q[8k:8k+8]*x[8k:8k+8]
+// for k = 1..3 (fused), then acc += d*u (fused), so that calls over
+// consecutive chunks of a row continue dotQ8_0AVX2's sums and REDUCE of
+// acc (with zeros in Y1-Y3) is its result bit for bit. The row's 32 values
+// are widened once for all {NI} inputs, and each block prefetches the row 544
+// bytes on (the next call's chunk of 16 blocks, q8x8Blocks). Registers:
+// Y0-Y{NI-1} the accumulators, Y8-Y11 the row's block as float32, Y12 d, Y13 u;
+// SI the row, {" ".join(Q8IN[:NI])} the inputs, BX the inputs' offset, CX the
+// blocks left.
+TEXT ·q8_0x1x{NI}AVX2(SB), NOSPLIT, $0-40
+	MOVQ w+0(FP), SI
+	MOVQ x+8(FP), DI
+	MOVQ ldx+16(FP), BX
+	SHLQ $2, BX""")
+    for i in range(1, NI):
+        w(f"\tLEAQ ({Q8IN[i-1]})(BX*1), {Q8IN[i]}")
+    w("""\tMOVQ blocks+24(FP), CX
+	MOVQ acc+32(FP), DX""")
+    for i in range(NI):
+        w(f"\tVMOVUPS {32*i}(DX), Y{i}")
+    w(f"""	XORQ BX, BX
+	TESTQ CX, CX
+	JEQ   q8x{NI}store
+q8x{NI}loop:
+	PREFETCHT0 544(SI)
+	MOVWLZX (SI), AX
+	VMOVD   AX, X12
+	VCVTPH2PS X12, X12
+	VBROADCASTSS X12, Y12""")
+    for k in range(4):
+        w(f"\tVPMOVSXBD {2+8*k}(SI), Y{8+k}")
+    for k in range(4):
+        w(f"\tVCVTDQ2PS Y{8+k}, Y{8+k}")
+    for t in range(NI):
+        w(f"\tVMULPS 0({Q8IN[t]})(BX*1), Y8, Y13")
+        for k in range(1, 4):
+            w(f"\tVFMADD231PS {32*k}({Q8IN[t]})(BX*1), Y{8+k}, Y13")
+        w(f"\tVFMADD231PS Y13, Y12, Y{t}")
+    w(f"""	ADDQ $34, SI
+	ADDQ $128, BX
+	DECQ CX
+	JNZ  q8x{NI}loop
+q8x{NI}store:""")
+    for i in range(NI):
+        w(f"\tVMOVUPS Y{i}, {32*i}(DX)")
+    w("""	VZEROUPPER
+	RET""")
+
 open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "f16x8_amd64.s"), "w").write("\n".join(out) + "\n")
