@@ -175,7 +175,7 @@ func TestInMemFailoverWaitsForCoverage(t *testing.T) {
 					if tok.Index == at {
 						fleet[1].Shutdown(context.Background())
 						go func() {
-							time.Sleep(joins)
+							time.Sleep(joins) // the bubble's fake clock: the scenario's 2 s, not a wait for a race
 							late = n.Start("late", spanOf(3, 6), nil)
 							board.add(t, late.Addr)
 						}()
@@ -188,7 +188,7 @@ func TestInMemFailoverWaitsForCoverage(t *testing.T) {
 					require.ErrorAs(t, genErr, &nc)
 					require.Equal(t, tt.wait, failedAt.Sub(start), "gave up when the wait ended")
 					require.Len(t, toks, at+1)
-					time.Sleep(joins) // the late server joins, unused
+					time.Sleep(joins) // fake clock: let the late server join (unused) before the bubble ends
 					synctest.Wait()
 					return
 				}
