@@ -19,6 +19,7 @@ func TestAsmGenerated(t *testing.T) {
 		"gemm512.py": {"gemm512_amd64.s"},
 		"f16x8.py":   {"f16x8_amd64.s"},
 		"q8gemm.py":  {"q8gemm_amd64.s"},
+		"q8avx2.py":  {"q8avx2_amd64.s"},
 		"kquant.py":  {"kquant_amd64.s", "kquant_amd64.go"},
 	} {
 		dir := t.TempDir()

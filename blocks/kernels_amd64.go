@@ -73,12 +73,6 @@ func dotF16x8Rows4AVX2(w []uint16, cols int, x []float32, out []float32)
 func gemmF16x8TileAVX2(w []uint16, ldw int, groups int, x []float32, ldx int, blocks int, acc *[x8Acc]float32, pf unsafe.Pointer, pfstride int, pfrows int, npf int)
 
 //go:noescape
-func q8_0x1x8AVX2(w *byte, x *float32, ldx int, blocks int, acc *[64]float32)
-
-//go:noescape
-func q8_0x1x4AVX2(w *byte, x *float32, ldx int, blocks int, acc *[32]float32)
-
-//go:noescape
 func x8ReduceAVX2(acc *float32, groups int, out *float32, ldo int)
 
 func cpuid(leaf, sub uint32) (eax, ebx, ecx, edx uint32)
@@ -129,21 +123,6 @@ func init() {
 		nb := len(w) / q8BlockBytes
 		return dotQ8_0AVX2(w, x[:nb*q8BlockSize], nb)
 	}
-	q8x8Tile = func(w []byte, x []float32, ldx, ni, blocks int, acc []float32) {
-		if blocks == 0 {
-			return
-		}
-		// Bound the accesses: the blocks of the row, the ni inputs'
-		// 32*blocks values, the accumulators.
-		_ = w[blocks*q8BlockBytes-1]
-		_ = x[(ni-1)*ldx+blocks*q8BlockSize-1]
-		_ = acc[8*ni-1]
-		if ni == 8 {
-			q8_0x1x8AVX2(&w[0], &x[0], ldx, blocks, (*[64]float32)(acc))
-			return
-		}
-		q8_0x1x4AVX2(&w[0], &x[0], ldx, blocks, (*[32]float32)(acc))
-	}
 }
 
 // useGemm installs the AVX-512 (avx512) or the AVX2 3x4 GEMM kernels, which
@@ -158,6 +137,9 @@ func useGemm(avx512 bool) {
 	}
 	if vnniKernels { // the 8-bit-activation products, which useGemm does not switch
 		kernelSet += "+vnni"
+	}
+	if eightBitQ8_0 { // Q8_0 x 8-bit activations with AVX2 (q8avx2_amd64.s)
+		kernelSet += "+q8i8"
 	}
 	if f16x8 {
 		kernelSet += "+f16x8"

@@ -165,13 +165,14 @@ func f32ToBF16(f float32) uint16 {
 const prefillTile = 12
 
 // mulRows computes out[t*m.rows + r] = m[r] · x[t*ldx:t*ldx+cols] for rows
-// r in [r0, r1) and inputs t < n of in (see prepareInputs); Q8_0 and Q4_K
-// matrices take the inputs quantized to 8 bits (mulRowsQ8). For n > 1 each tile of weight rows is read once (and
-// widened to float32 once for f16/bf16) and reused for every input:
-// matrix-matrix work instead of n matrix-vector products. Quantized
-// matrices (Q8_0, Q4_K, ...) still take one dot product per row and
-// input, a tile of rows at a time. Results are bit-identical to the n = 1
-// path.
+// r in [r0, r1) and inputs t < n of in (see prepareInputs); quantized
+// matrices take the inputs quantized to 8 bits where prepareInputs did so
+// (mulRowsQ8: every type with the VNNI kernels, Q8_0 on any AVX2 CPU). For
+// n > 1 each tile of weight rows is read once (and widened to float32 once
+// for f16/bf16) and reused for every input: matrix-matrix work instead of
+// n matrix-vector products. Quantized matrices on float32 inputs still
+// take one dot product per row and input, a tile of rows at a time.
+// Results are bit-identical to the n = 1 path.
 func (m *matrix) mulRows(out []float32, in *inputs, n, r0, r1 int) {
 	if n > gemmMaxInputs {
 		// Blocks of inputs, each over every row of [r0, r1): a block's
@@ -203,10 +204,6 @@ func (m *matrix) mulRowsBlock(out []float32, in *inputs, n, r0, r1 int) {
 	}
 	if n == 1 && m.dtype == swarm.DTypeF16 && len(x) >= cols && r1 > r0 {
 		dotF16Rows(m.u16[r0*cols:r1*cols], cols, x[:cols], out[r0:r1])
-		return
-	}
-	if m.dtype == swarm.DTypeQ8_0 && q8x8Tile != nil && n >= q8x8MinInputs {
-		m.mulRowsQ8x8(out, x, ldx, n, r0, r1)
 		return
 	}
 	if n == 1 || m.q != nil || (f16x8 && m.dtype == swarm.DTypeF16) {
@@ -325,7 +322,8 @@ func prepareInputs(ms []*matrix, x []float32, n, cols int) *inputs {
 	in := &inputs{x: x, ldx: cols, release: func() {}}
 	for _, m := range ms {
 		k := q8Dtypes[m.dtype]
-		if eightBitActivations && k != nil && in.q8[k.acts] == nil && k.acts.fits(cols) {
+		eightBit := eightBitActivations || (eightBitQ8_0 && m.dtype == swarm.DTypeQ8_0)
+		if eightBit && k != nil && in.q8[k.acts] == nil && k.acts.fits(cols) {
 			in.q8[k.acts] = k.acts.quantize(x, cols, n, cols)
 		}
 	}

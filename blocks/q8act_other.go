@@ -7,6 +7,9 @@ package blocks
 // used).
 const eightBitActivations = false
 
+// eightBitQ8_0 is false: Q8_0 keeps float32 activations too.
+const eightBitQ8_0 = false
+
 // q8Tiles is false: without assembly, mulRowsQ8 computes one output at
 // a time.
 const q8Tiles = false
