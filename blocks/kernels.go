@@ -52,25 +52,27 @@ var (
 	cvtF16  = cvtF16Go
 	cvtBF16 = cvtBF16Go
 	// kernelSet names the kernels chosen at init: "go" (portable),
-	// "avx2+q8i8+f16x8", "avx2+avx512" or "avx2+avx512+vnni" (amd64, by
+	// "avx2+q32i8+f16x8", "avx2+avx512" or "avx2+avx512+vnni" (amd64, by
 	// CPU feature; useGemm and useF16x8 set it).
 	kernelSet = "go"
 )
 
 // Kernels names the compute kernels this process chose at start from the
 // CPU's features: "go" (the portable kernels, and always under -tags
-// purego), "avx2+q8i8+f16x8" (AVX2/FMA/F16C: Q8_0 products on 8-bit
-// activations, q8avx2_amd64.s, and binary16 products summed with one
-// 8-lane accumulator a row: gemm_x8.go), "avx2+avx512" (AVX-512 GEMM
-// kernels, and binary16 products with dotF16AVX2's four accumulators) or
+// purego), "avx2+q32i8+f16x8" (AVX2/FMA/F16C: the q32 formats' products,
+// Q8_0, Q4_0, Q4_1, Q5_0, Q5_1 and IQ4_NL, on 8-bit activations,
+// q8avx2_amd64.s, and binary16 products summed with one 8-lane
+// accumulator a row: gemm_x8.go), "avx2+avx512" (AVX-512 GEMM kernels,
+// and binary16 products with dotF16AVX2's four accumulators) or
 // "avx2+avx512+vnni" (and the 8-bit-activation products of the quantized
 // types). Before f16x8 an AVX2-only CPU named itself "avx2", with the
 // four accumulators: such a server's binary16 results differ from an
-// "avx2+q8i8+f16x8" one's in the last bits, and until Q8_0 took 8-bit
-// activations there too it named itself "avx2+f16x8" (its Q8_0 results
-// differ from today's by the activations' rounding). Servers log it and
-// show it in /v1/info
-// (api.Info.Kernels); `swarm bench` prints it.
+// "avx2+q32i8+f16x8" one's in the last bits. It then named itself
+// "avx2+f16x8" until Q8_0 took 8-bit activations there, and
+// "avx2+q8i8+f16x8" while only Q8_0 did: their Q8_0 (and then the other
+// q32 formats') results differ from today's by the activations'
+// rounding. Servers log it and show it in /v1/info (api.Info.Kernels);
+// `swarm bench` prints it.
 func Kernels() string { return kernelSet }
 
 // The kernels are written so that widening a row and then calling dotF32 on

@@ -138,8 +138,8 @@ func useGemm(avx512 bool) {
 	if vnniKernels { // the 8-bit-activation products, which useGemm does not switch
 		kernelSet += "+vnni"
 	}
-	if eightBitQ8_0 { // Q8_0 x 8-bit activations with AVX2 (q8avx2_amd64.s)
-		kernelSet += "+q8i8"
+	if eightBitQ32 { // the q32 formats x 8-bit activations with AVX2 (q8avx2_amd64.s)
+		kernelSet += "+q32i8"
 	}
 	if f16x8 {
 		kernelSet += "+f16x8"

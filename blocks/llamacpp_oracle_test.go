@@ -222,7 +222,7 @@ func TestLlamaCppOracle(t *testing.T) {
 				t.Logf("%s %s %v: max |logit diff| %.3g (token %d, llama.cpp %.5f), rms %.3g; top-5 %d/5 shared (llama.cpp %v, ours %v); greedy %d/%d leading tokens equal, %d distinct (smallest top-2 margin %.3g)",
 					a.arch, a.tokenizer, d.dtype, maxDiff, at, want.Logits[at], rms, in, wantTop, ourTop, same, oracleGreedy, len(distinct(greedy)), gap)
 				require.LessOrEqual(t, maxDiff, d.maxTol, "first-step logits: max |diff| from llama.cpp's")
-				if k := blocks.Kernels(); d.dtype == swarm.DTypeQ8_0 && a.arch == synth.ArchLlama && (strings.Contains(k, "vnni") || strings.Contains(k, "q8i8")) {
+				if k := blocks.Kernels(); d.dtype == swarm.DTypeQ8_0 && a.arch == synth.ArchLlama && (strings.Contains(k, "vnni") || strings.Contains(k, "q32i8")) {
 					// The VNNI kernels and the AVX2 8-bit Q8_0 ones round
 					// the activations as llama.cpp does (q8act.go): measured
 					// 4.8e-7 (quantExactRows).

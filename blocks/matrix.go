@@ -310,8 +310,9 @@ func (in *inputs) from(t0 int, views *[numActKinds]q8Acts) inputs {
 // multiple of 256) x is copied with rows cols+16 floats apart, so the 4
 // inputs a GEMM kernel reads at once do not all map to the same L1 cache
 // sets (4 KiB aliasing). When one of ms is of a dtype of q8Dtypes (Q8_0,
-// Q4_0, Q4_1, Q5_0, Q5_1, Q2_K..Q6_K) and the CPU has the VNNI kernels
-// (eightBitActivations), the inputs are also quantized to 8 bits, once
+// Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL, Q2_K..Q6_K, IQ4_XS) and the CPU has
+// the VNNI kernels (eightBitActivations), or it is of a q32 format and the
+// CPU has the AVX2 ones (eightBitQ32), the inputs are also quantized to 8 bits, once
 // for all rows and once per layout (blocks of 32 for the q32 formats,
 // Q8_K blocks of 256 for the K-quants). Under f16x8 (gemm_x8.go), when
 // one of ms is binary16, n > 1 and cols a multiple of 32, the inputs are
@@ -322,7 +323,7 @@ func prepareInputs(ms []*matrix, x []float32, n, cols int) *inputs {
 	in := &inputs{x: x, ldx: cols, release: func() {}}
 	for _, m := range ms {
 		k := q8Dtypes[m.dtype]
-		eightBit := eightBitActivations || (eightBitQ8_0 && m.dtype == swarm.DTypeQ8_0)
+		eightBit := eightBitActivations || (eightBitQ32 && k != nil && k.acts == acts32)
 		if eightBit && k != nil && in.q8[k.acts] == nil && k.acts.fits(cols) {
 			in.q8[k.acts] = k.acts.quantize(x, cols, n, cols)
 		}

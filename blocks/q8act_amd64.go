@@ -81,22 +81,23 @@ var vnniKernels = avx512Kernels && cpu.X86.HasAVX512BW && cpu.X86.HasAVX512VNNI
 // quantized type) take 8-bit activations (prepareInputs): only with the
 // VNNI kernels. Without them the portable twins would be slower than the
 // AVX2 kernels on float32 activations, which those CPUs keep using for
-// every type but Q8_0 (eightBitQ8_0; with results that differ from the
-// 8-bit ones by the activations' rounding; Q4_1, Q5_0 and Q5_1 have no
-// AVX2 kernels and are dequantized in Go).
+// the K-quants and IQ4_XS (with results that differ from the 8-bit ones
+// by the activations' rounding); the q32 formats take 8-bit activations
+// there too (eightBitQ32).
 var eightBitActivations = vnniKernels
 
-// eightBitQ8_0 reports whether Q8_0 products take 8-bit activations on a
-// CPU without the VNNI kernels: the AVX2 kernels of q8avx2_amd64.s, whose
-// lanes are the VNNI kernels' bit for bit (and llama.cpp's products, to
-// float32 rounding). On a 2-core Zen 3 a TinyLlama-shaped block-step took
-// 13.9 -> 7.7 ms at batch 4 and 28.6 -> 24.6 at 16 against the float32
-// activations' 8- and 4-input tiles, and 4.1 -> 3.2 ms at batch 1.
-var eightBitQ8_0 = !vnniKernels && simdKernels
+// eightBitQ32 reports whether the q32 formats (Q8_0, Q4_0, Q4_1, Q5_0,
+// Q5_1, IQ4_NL) take 8-bit activations on a CPU without the VNNI kernels:
+// the AVX2 kernels of q8avx2_amd64.s, whose lanes are the VNNI kernels'
+// bit for bit (and llama.cpp's products, to float32 rounding). On a
+// 2-core Zen 3 a TinyLlama-shaped Q8_0 block-step took 13.9 -> 7.7 ms at
+// batch 4 and 28.6 -> 24.6 at 16 against the float32 activations' 8- and
+// 4-input tiles, and 4.1 -> 3.2 ms at batch 1.
+var eightBitQ32 = !vnniKernels && simdKernels
 
 // q8Tiles reports whether mulRowsQ8 should group rows and inputs in 3x4
 // tiles: only the assembly tile is faster than one output at a time.
-var q8Tiles = vnniKernels || eightBitQ8_0
+var q8Tiles = vnniKernels || eightBitQ32
 
 //go:noescape
 func q8_0x1x4Q8AVX2(w []byte, a []byte, lda int, nb int, acc *[4 * q8Lanes]float32)
@@ -107,14 +108,77 @@ func q8_0x1x1Q8AVX2(w []byte, a []byte, nb int, acc *[q8Lanes]float32)
 //go:noescape
 func q8_0RowsQ8AVX2(w []byte, ldw int, a []byte, nb int, nrows int, out []float32)
 
-// q8_0TileAVX2 is q8_0x3x4AVX512 with the AVX2 kernel: each of the 3
-// rows times the 4 inputs.
-func q8_0TileAVX2(w []byte, ldw int, a []byte, lda, nb int, acc *[3 * 4 * q8Lanes]float32, zero bool) {
+//go:noescape
+func q4_0x1x4Q8AVX2(w []byte, a []byte, lda int, nb int, acc *[4 * q8Lanes]float32)
+
+//go:noescape
+func q4_0x1x1Q8AVX2(w []byte, a []byte, nb int, acc *[q8Lanes]float32)
+
+//go:noescape
+func q4_0RowsQ8AVX2(w []byte, ldw int, a []byte, nb int, nrows int, out []float32)
+
+//go:noescape
+func q4_1x1x4Q8AVX2(w []byte, a []byte, lda int, nb int, acc *[4 * q8Lanes]float32)
+
+//go:noescape
+func q4_1x1x1Q8AVX2(w []byte, a []byte, nb int, acc *[q8Lanes]float32)
+
+//go:noescape
+func q4_1RowsQ8AVX2(w []byte, ldw int, a []byte, nb int, nrows int, out []float32)
+
+//go:noescape
+func q5_0x1x4Q8AVX2(w []byte, a []byte, lda int, nb int, acc *[4 * q8Lanes]float32)
+
+//go:noescape
+func q5_0x1x1Q8AVX2(w []byte, a []byte, nb int, acc *[q8Lanes]float32)
+
+//go:noescape
+func q5_0RowsQ8AVX2(w []byte, ldw int, a []byte, nb int, nrows int, out []float32)
+
+//go:noescape
+func q5_1x1x4Q8AVX2(w []byte, a []byte, lda int, nb int, acc *[4 * q8Lanes]float32)
+
+//go:noescape
+func q5_1x1x1Q8AVX2(w []byte, a []byte, nb int, acc *[q8Lanes]float32)
+
+//go:noescape
+func q5_1RowsQ8AVX2(w []byte, ldw int, a []byte, nb int, nrows int, out []float32)
+
+//go:noescape
+func iq4_nlx1x4Q8AVX2(w []byte, a []byte, lda int, nb int, acc *[4 * q8Lanes]float32)
+
+//go:noescape
+func iq4_nlx1x1Q8AVX2(w []byte, a []byte, nb int, acc *[q8Lanes]float32)
+
+//go:noescape
+func iq4_nlRowsQ8AVX2(w []byte, ldw int, a []byte, nb int, nrows int, out []float32)
+
+// q32AVX2 are the AVX2 kernels of each q32 format (q8avx2_amd64.s): x4
+// adds to acc[16t:] the accumulators of one row times 4 inputs lda bytes
+// apart, x1 one row times one input, rows sets out[r] to the product of
+// each of nrows rows ldw bytes apart with one input.
+var q32AVX2 = [...]struct {
+	x4   func(w []byte, a []byte, lda int, nb int, acc *[4 * q8Lanes]float32)
+	x1   func(w []byte, a []byte, nb int, acc *[q8Lanes]float32)
+	rows func(w []byte, ldw int, a []byte, nb int, nrows int, out []float32)
+}{
+	q32Q8_0:   {q8_0x1x4Q8AVX2, q8_0x1x1Q8AVX2, q8_0RowsQ8AVX2},
+	q32Q4_0:   {q4_0x1x4Q8AVX2, q4_0x1x1Q8AVX2, q4_0RowsQ8AVX2},
+	q32Q4_1:   {q4_1x1x4Q8AVX2, q4_1x1x1Q8AVX2, q4_1RowsQ8AVX2},
+	q32Q5_0:   {q5_0x1x4Q8AVX2, q5_0x1x1Q8AVX2, q5_0RowsQ8AVX2},
+	q32Q5_1:   {q5_1x1x4Q8AVX2, q5_1x1x1Q8AVX2, q5_1RowsQ8AVX2},
+	q32IQ4_NL: {iq4_nlx1x4Q8AVX2, iq4_nlx1x1Q8AVX2, iq4_nlRowsQ8AVX2},
+}
+
+// tileAVX2 is f's 3x4 tile with the AVX2 kernel: each of the 3 rows
+// times the 4 inputs.
+func (f q32) tileAVX2(w []byte, ldw int, a []byte, lda, nb int, acc *[3 * 4 * q8Lanes]float32, zero bool) {
 	if zero {
 		clear(acc[:])
 	}
+	x4 := q32AVX2[f].x4
 	for r := range 3 {
-		q8_0x1x4Q8AVX2(w[r*ldw:], a, lda, nb, (*[4 * q8Lanes]float32)(acc[r*4*q8Lanes:]))
+		x4(w[r*ldw:], a, lda, nb, (*[4 * q8Lanes]float32)(acc[r*4*q8Lanes:]))
 	}
 }
 
@@ -226,7 +290,7 @@ func kRows(rows func(w []byte, ldw int, a []byte, units int, nrows int, out []fl
 // f (ldw bytes apart) times 4 inputs (lda bytes apart), output r*4+t,
 // exactly as f.lanes would.
 func (f q32) tile(w []byte, ldw int, a []byte, lda, nb int, acc *[3 * 4 * q8Lanes]float32, zero bool) {
-	avx2 := eightBitQ8_0 && f == q32Q8_0
+	avx2 := eightBitQ32
 	if !vnniKernels && !avx2 {
 		f.tileGo(w, ldw, a, lda, nb, acc, zero)
 		return
@@ -235,7 +299,7 @@ func (f q32) tile(w []byte, ldw int, a []byte, lda, nb int, acc *[3 * 4 * q8Lane
 	_ = w[2*ldw+nb*f.blockBytes()-1]
 	_ = a[3*lda+q8Pairs(nb)*q8ActPairBytes-1]
 	if avx2 {
-		q8_0TileAVX2(w, ldw, a, lda, nb, acc, zero)
+		f.tileAVX2(w, ldw, a, lda, nb, acc, zero)
 		return
 	}
 	switch f {
@@ -257,7 +321,7 @@ func (f q32) tile(w []byte, ldw int, a []byte, lda, nb int, acc *[3 * 4 * q8Lane
 // row adds to acc the accumulators of row w of f times input a, as
 // f.lanes would.
 func (f q32) row(w, a []byte, nb int, acc *[q8Lanes]float32) {
-	avx2 := eightBitQ8_0 && f == q32Q8_0
+	avx2 := eightBitQ32
 	if !vnniKernels && !avx2 {
 		f.lanes(w, a, nb, acc)
 		return
@@ -265,7 +329,7 @@ func (f q32) row(w, a []byte, nb int, acc *[q8Lanes]float32) {
 	_ = w[nb*f.blockBytes()-1]
 	_ = a[q8Pairs(nb)*q8ActPairBytes-1]
 	if avx2 {
-		q8_0x1x1Q8AVX2(w, a, nb, acc)
+		q32AVX2[f].x1(w, a, nb, acc)
 		return
 	}
 	switch f {
@@ -286,7 +350,7 @@ func (f q32) row(w, a []byte, nb int, acc *[q8Lanes]float32) {
 
 // rows sets out[r] to f.dot of row r (ldw bytes apart) and a.
 func (f q32) rows(w []byte, ldw int, a []byte, nb int, out []float32) {
-	avx2 := eightBitQ8_0 && f == q32Q8_0
+	avx2 := eightBitQ32
 	if (!vnniKernels && !avx2) || len(out) == 0 {
 		rowsGo(f.dot, w, ldw, a, nb, out)
 		return
@@ -294,7 +358,7 @@ func (f q32) rows(w []byte, ldw int, a []byte, nb int, out []float32) {
 	_ = w[(len(out)-1)*ldw+nb*f.blockBytes()-1]
 	_ = a[q8Pairs(nb)*q8ActPairBytes-1]
 	if avx2 {
-		q8_0RowsQ8AVX2(w, ldw, a, nb, len(out), out)
+		q32AVX2[f].rows(w, ldw, a, nb, len(out), out)
 		return
 	}
 	switch f {

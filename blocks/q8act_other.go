@@ -7,8 +7,8 @@ package blocks
 // used).
 const eightBitActivations = false
 
-// eightBitQ8_0 is false: Q8_0 keeps float32 activations too.
-const eightBitQ8_0 = false
+// eightBitQ32 is false: the q32 formats keep float32 activations too.
+const eightBitQ32 = false
 
 // q8Tiles is false: without assembly, mulRowsQ8 computes one output at
 // a time.

@@ -116,7 +116,7 @@ func TestInfo(t *testing.T) {
 	require.Equal(t, &info, got.ModelInfo)
 	require.Equal(t, info.CacheBytesPerToken, got.CacheBytesPerToken, "s_c per token as the server computes it")
 	require.Equal(t, "cpu", got.Device)
-	require.Contains(t, []string{"go", "avx2+q8i8+f16x8", "avx2+avx512", "avx2+avx512+vnni"}, got.Kernels,
+	require.Contains(t, []string{"go", "avx2+q32i8+f16x8", "avx2+avx512", "avx2+avx512+vnni"}, got.Kernels,
 		"the CPU engine's kernel set, as the server logs it")
 	require.Equal(t, swarm.DTypeF32, got.CacheDType)
 	require.Equal(t, swarm.DTypeF32, got.WeightDType, "stories260K.bin is llama2.c float32")

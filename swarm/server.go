@@ -174,7 +174,7 @@ type ServerInfo struct {
 	// from full-range and older servers.
 	WeightDType DType `json:"weight_dtype,omitempty"`
 	// Kernels names a block server's compute kernels: for the CPU engine
-	// the kernel set chosen from the CPU's features ("go", "avx2+q8i8+f16x8",
+	// the kernel set chosen from the CPU's features ("go", "avx2+q32i8+f16x8",
 	// "avx2+avx512", "avx2+avx512+vnni"; "avx2" from servers before f16x8,
 	// "avx2+f16x8" from those before Q8_0's AVX2 8-bit kernels),
 	// for a GPU its compute capability, matrix products and NVRTC version

@@ -49,7 +49,7 @@ func TestServeAnnounce(t *testing.T) {
 	}, 60*time.Second, 200*time.Millisecond)
 	require.Contains(t, p.stderr.String(), "reachability=direct")
 	// The kernel choice is logged at start.
-	require.Regexp(t, `msg=engine backend=cpu kernels=(go|avx2\+q8i8\+f16x8|avx2\+avx512|avx2\+avx512\+vnni) weights=\S+ cache_dtype=f32`, p.stderr.String())
+	require.Regexp(t, `msg=engine backend=cpu kernels=(go|avx2\+q32i8\+f16x8|avx2\+avx512|avx2\+avx512\+vnni) weights=\S+ cache_dtype=f32`, p.stderr.String())
 }
 
 // TestServeAnnounceErrors: --announce values that clients could not dial,

@@ -218,7 +218,7 @@ func TestServeAuto_FiveServers(t *testing.T) {
 		require.Equal(t, byID[id].span, fmt.Sprintf("%d:%d", s.Start, s.End))
 		require.Greater(t, s.Tau, 0.0)
 		require.Equal(t, "cpu", s.Device)
-		require.Contains(t, []string{"go", "avx2+q8i8+f16x8", "avx2+avx512", "avx2+avx512+vnni"}, s.Kernels,
+		require.Contains(t, []string{"go", "avx2+q32i8+f16x8", "avx2+avx512", "avx2+avx512+vnni"}, s.Kernels,
 			"the kernel set, advertised in the signed registry entry (replay is bit-exact only between equal kernels)")
 		require.NotEmpty(t, s.TauBatch, "the batch curve routing prices busy servers by")
 		require.Equal(t, 1, s.TauBatch[0].Batch)
