@@ -15,9 +15,9 @@ import (
 // but the FFN down projections).
 //
 // Every kernel of a format (the portable lanes, the 3x4 tile, the one-row
-// and the rows kernels in q8gemm_amd64.s) computes a lane with the same
-// integer sum and the same float32 steps, so a row's result depends
-// neither on the kernel nor on the batch.
+// and the rows kernels in q8gemm_amd64.s and q8avx2_amd64.s) computes a
+// lane with the same integer sum and the same float32 steps, so a row's
+// result depends neither on the kernel nor on the batch.
 type q32 uint8
 
 const (
